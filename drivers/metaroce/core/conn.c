@@ -1,0 +1,718 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Connections: the unified transport between two endpoints.
+ *
+ * Send half: segments of every attached QP get a connection-wide data
+ * sequence number (DSN) on first transmission and are sprayed over the
+ * paths; a lost transmission is retransmitted under the same DSN on
+ * whichever path has room. Congestion control keeps one window for the
+ * connection (ECN-driven AIMD, capped by the receiver's fair-share hint)
+ * and splits it over the paths by their weights.
+ *
+ * Receive half: per-path SACK state, the DSN window that makes processing
+ * exactly-once whatever arrives twice, and ACK coalescing.
+ */
+#include "internal.h"
+
+void mr_conn_cfg_default(struct mr_conn_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->npaths = 8;
+	cfg->seg_wnd = 1024;
+	cfg->mtu = 1024;
+	cfg->init_window = 64 * 1024;
+	cfg->min_window = 2 * (1024 + MR_DATA_HLEN_MAX);
+	cfg->max_window = 16 * 1024 * 1024;
+	cfg->ai_bytes = 4 * 1024;
+	cfg->ecn_shift = 4;
+	cfg->rto_min_ns = 1000000;
+	cfg->rto_max_ns = 100000000;
+	cfg->rto_init_ns = 5000000;
+	cfg->ack_delay_ns = 20000;
+	cfg->ack_every = 16;
+	cfg->reorder_thresh = 3;
+	cfg->dead_after = 3;
+	cfg->probe_ns = 1000000;
+	cfg->msg_ack_ns = 1000000;
+	cfg->epoch_quiet_ns = 10000000;
+	cfg->repick_alpha = 512;
+	cfg->pacing = 0;
+	cfg->pace_burst = 64 * 1024;
+	cfg->sport_min = 49152;
+	cfg->sport_max = 65535;
+}
+
+int mr_conn_cfg_check(const struct mr_conn_cfg *cfg)
+{
+	if (!cfg->npaths || cfg->npaths > MR_MAX_PATHS)
+		return -1;
+	if (cfg->seg_wnd < 16 || cfg->seg_wnd > MR_DSN_WND ||
+	    (cfg->seg_wnd & (cfg->seg_wnd - 1)))
+		return -1;
+	if (cfg->mtu < 256 || cfg->mtu > MR_MAX_PAYLOAD)
+		return -1;
+	if (!cfg->min_window || cfg->min_window > cfg->max_window ||
+	    cfg->init_window < cfg->min_window ||
+	    cfg->init_window > cfg->max_window)
+		return -1;
+	if (cfg->ecn_shift < 1 || cfg->ecn_shift > 10)
+		return -1;
+	if (!cfg->rto_min_ns || cfg->rto_min_ns > cfg->rto_max_ns ||
+	    !cfg->rto_init_ns)
+		return -1;
+	if (!cfg->ack_every || !cfg->reorder_thresh ||
+	    cfg->reorder_thresh >= MR_PATH_WND || !cfg->dead_after ||
+	    !cfg->probe_ns || !cfg->msg_ack_ns)
+		return -1;
+	if (cfg->repick_alpha > 1024)
+		return -1;
+	if (!cfg->sport_min || cfg->sport_min > cfg->sport_max)
+		return -1;
+	return 0;
+}
+
+int mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg,
+		 struct mr_seg *segs, const struct mr_env_ops *ops, void *env,
+		 u32 epoch, u64 seed, u64 now)
+{
+	u32 i;
+
+	if (mr_conn_cfg_check(cfg) || !epoch || !segs || !ops)
+		return -1;
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	c->ops = ops;
+	c->env = env;
+	c->rng = seed | 1;
+	c->epoch = epoch;
+	c->syn = 1;
+	c->slow_start = 1;
+	c->npaths = (u8)cfg->npaths;
+	c->dsn_nxt = epoch;
+	c->dsn_una = epoch;
+	c->rtx_scan = epoch;
+	c->segs = segs;
+	c->seg_mask = cfg->seg_wnd - 1;
+	memset(segs, 0, cfg->seg_wnd * sizeof(*segs));
+	c->wnd = cfg->init_window;
+	c->round_target = c->wnd;
+	c->next_sweep = now;
+	c->idle_since = now;
+	c->ack_deadline = MR_U64_MAX;
+	c->rx_meter_start = now;
+	mr_list_init(&c->active);
+	mr_list_init(&c->busy);
+	mr_list_init(&c->dirty);
+	for (i = 0; i < MR_MAX_PATHS; i++)
+		mr_path_init(c, &c->path[i], i, now);
+	mr_paths_rebalance(c);
+	return 0;
+}
+
+int mr_conn_reconfigure(struct mr_conn *c, const struct mr_conn_cfg *cfg)
+{
+	if (mr_conn_cfg_check(cfg) || cfg->npaths != c->cfg.npaths ||
+	    cfg->seg_wnd != c->cfg.seg_wnd)
+		return -1;
+	c->cfg = *cfg;
+	if (c->wnd > cfg->max_window)
+		c->wnd = cfg->max_window;
+	if (c->wnd < cfg->min_window)
+		c->wnd = cfg->min_window;
+	mr_paths_rebalance(c);
+	return 0;
+}
+
+/* Fill the base header fields the connection owns and send. */
+static int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
+			u8 kind, struct mr_qp *qp, u64 cookie, u32 offset,
+			u64 now)
+{
+	u8 buf[MR_HLEN_MAX];
+	struct mr_txpkt pkt;
+	int hlen;
+
+	h->epoch = c->epoch;
+	h->tsval = (u32)now;
+	if (mr_op_sequenced(h->opcode)) {
+		h->path = (u8)path;
+		h->psn = c->path[path].nxt;
+		if (c->syn)
+			h->flags |= MR_F_SYN;
+	}
+	hlen = mr_wire_encode(buf, sizeof(buf), h);
+	if (hlen < 0)
+		return hlen;
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.hdr = buf;
+	pkt.hlen = (u32)hlen;
+	pkt.plen = h->plen;
+	pkt.kind = kind;
+	pkt.qp = qp;
+	pkt.cookie = cookie;
+	pkt.offset = offset;
+	pkt.path = (u8)path;
+	pkt.sport = c->path[path].sport;
+	if (c->ops->xmit(c->env, c, &pkt))
+		return -1;
+	mr_stat(c, MR_ST_TX_PKTS, 1);
+	mr_stat(c, MR_ST_TX_BYTES, (u64)hlen + h->plen);
+	if (mr_op_sequenced(h->opcode))
+		mr_path_sent(c, (u32)path,
+			     mr_op_has_dsn(h->opcode) ? h->dsn : MR_DSN_NONE,
+			     (u32)hlen + h->plen, now);
+	return 0;
+}
+
+/* Path for an unsequenced packet: rotate over the usable paths. */
+static int mr_ctrl_path(struct mr_conn *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		u32 id = (c->ack_rr + i) % c->npaths;
+
+		if (mr_path_usable(&c->path[id])) {
+			c->ack_rr = (u8)(id + 1);
+			return (int)id;
+		}
+	}
+	c->ack_rr++;
+	return c->ack_rr % c->npaths;
+}
+
+int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path, u64 now)
+{
+	if (path < 0)
+		path = mr_ctrl_path(c);
+	return mr_conn_emit(c, h, path, MR_TX_CTRL, NULL, 0, 0, now);
+}
+
+void mr_conn_mark_dirty(struct mr_conn *c, struct mr_qp *qp)
+{
+	if (!mr_list_linked(&qp->dirty_node))
+		mr_list_add_tail(&qp->dirty_node, &c->dirty);
+}
+
+/* Segments */
+
+void mr_seg_queue_rtx(struct mr_conn *c, struct mr_seg *s)
+{
+	if (s->state == MR_SEGS_QUEUED)
+		return;
+	s->state = MR_SEGS_QUEUED;
+	c->rtx_cnt++;
+	if (mr_seq_lt(s->dsn, c->rtx_scan))
+		c->rtx_scan = s->dsn;
+}
+
+void mr_seg_release(struct mr_conn *c, struct mr_seg *s, u64 now)
+{
+	if (s->state == MR_SEGS_QUEUED)
+		c->rtx_cnt--;
+	if (s->qp && s->kind != MR_SEG_NOP)
+		mr_qp_seg_acked(s->qp, s, now);
+	s->state = MR_SEGS_FREE;
+	s->qp = NULL;
+	while (c->dsn_una != c->dsn_nxt && !mr_seg_of(c, c->dsn_una))
+		c->dsn_una++;
+}
+
+static struct mr_seg *mr_rtx_pop(struct mr_conn *c)
+{
+	u32 d;
+
+	if (!c->rtx_cnt)
+		return NULL;
+	if (mr_seq_lt(c->rtx_scan, c->dsn_una))
+		c->rtx_scan = c->dsn_una;
+	for (d = c->rtx_scan; d != c->dsn_nxt; d++) {
+		struct mr_seg *s = mr_seg_of(c, d);
+
+		if (s && s->state == MR_SEGS_QUEUED) {
+			c->rtx_scan = d;
+			return s;
+		}
+	}
+	c->rtx_cnt = 0;		/* cannot happen; keep going if it does */
+	return NULL;
+}
+
+static struct mr_seg *mr_new_seg(struct mr_conn *c, u64 now)
+{
+	u32 used = c->dsn_nxt - c->dsn_una;
+	struct mr_seg *s;
+
+	if (used >= c->cfg.seg_wnd || used >= MR_DSN_WND)
+		return NULL;
+	s = &c->segs[c->dsn_nxt & c->seg_mask];
+	while (!mr_list_empty(&c->active)) {
+		struct mr_qp *qp = mr_container_of(c->active.next,
+						   struct mr_qp, active_node);
+
+		memset(s, 0, sizeof(*s));
+		if (mr_qp_next_seg(qp, s, now)) {
+			/* Round robin: one segment per QP per turn. */
+			mr_list_move_tail(&qp->active_node, &c->active);
+			s->dsn = c->dsn_nxt++;
+			s->state = MR_SEGS_QUEUED;
+			c->rtx_cnt++;	/* popped right away by the caller */
+			mr_stat(c, MR_ST_TX_DATA, 1);
+			return s;
+		}
+		mr_list_del(&qp->active_node);
+	}
+	return NULL;
+}
+
+/* The usable path with the most room relative to its share of the window. */
+static int mr_pick_path(struct mr_conn *c)
+{
+	u64 best_load = MR_U64_MAX;
+	int best = -1;
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		struct mr_path *p = &c->path[i];
+		u64 load;
+
+		if (!mr_path_usable(p) || !p->cwnd ||
+		    p->nxt - p->una >= MR_PATH_WND || p->inflight >= p->cwnd)
+			continue;
+		load = mr_div64((u64)p->inflight << 16, p->cwnd);
+		if (load < best_load) {
+			best_load = load;
+			best = (int)i;
+		}
+	}
+	return best;
+}
+
+static int mr_seg_xmit(struct mr_conn *c, struct mr_seg *s, int path, u64 now)
+{
+	struct mr_hdr h;
+	u8 kind = MR_TX_CTRL;
+	u64 cookie = 0;
+
+	memset(&h, 0, sizeof(h));
+	if (s->kind != MR_SEG_NOP && (!s->qp || mr_qp_fill_hdr(s->qp, s, &h))) {
+		/* Its message is gone: the DSN still has to be delivered. */
+		s->kind = MR_SEG_NOP;
+		s->qp = NULL;
+	}
+	if (s->kind == MR_SEG_NOP) {
+		memset(&h, 0, sizeof(h));
+		h.opcode = MR_OP_NOP;
+		mr_stat(c, MR_ST_TX_NOPS, 1);
+	} else if (h.plen) {
+		kind = s->kind == MR_SEG_REQ ? MR_TX_REQ : MR_TX_RESP;
+		cookie = s->cookie;
+	}
+	h.dsn = s->dsn;
+	if (s->ntx)
+		h.flags |= MR_F_RETX;
+	if (mr_conn_emit(c, &h, path, kind, s->qp, cookie, s->offset, now))
+		return -1;
+	c->rtx_cnt--;
+	s->state = MR_SEGS_INFLIGHT;
+	s->path = (u8)path;
+	s->psn = c->path[path].nxt - 1;
+	if (s->ntx < 255)
+		s->ntx++;
+	if (s->ntx > 1)
+		c->path[path].retx++;
+	return 0;
+}
+
+static u64 mr_pace_ns(const struct mr_conn *c, u32 bytes)
+{
+	return mr_div64((u64)bytes * 8000, c->rate_hint);
+}
+
+int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
+{
+	int sent = 0;
+
+	while (sent < budget) {
+		struct mr_seg *s;
+		int path;
+		u32 before;
+
+		if (c->cfg.pacing && c->rate_hint && now < c->next_tx)
+			break;
+		if (c->inflight >= c->wnd)
+			break;
+		path = mr_pick_path(c);
+		if (path < 0)
+			break;
+		s = mr_rtx_pop(c);
+		if (!s)
+			s = mr_new_seg(c, now);
+		if (!s)
+			break;
+		before = c->path[path].inflight;
+		if (mr_seg_xmit(c, s, path, now))
+			break;
+		sent++;
+		if (c->cfg.pacing && c->rate_hint) {
+			u64 burst = mr_pace_ns(c, c->cfg.pace_burst);
+			u64 base = mr_max64(c->next_tx, now > burst ?
+					    now - burst : 0);
+
+			c->next_tx = base + mr_pace_ns(c, c->path[path].inflight -
+						       before);
+		}
+	}
+	if (sent)
+		c->idle_since = now;
+	return sent;
+}
+
+int mr_conn_tx_pending(const struct mr_conn *c)
+{
+	return c->rtx_cnt || !mr_list_empty(&c->active);
+}
+
+/* Connection-level congestion control, once per round trip of data. */
+static u32 mr_conn_rtt(const struct mr_conn *c)
+{
+	u32 i, rtt = 0;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *p = &c->path[i];
+
+		if (mr_path_usable(p) && p->srtt && (!rtt || p->srtt < rtt))
+			rtt = p->srtt;
+	}
+	return rtt ? rtt : c->cfg.rto_min_ns / 4;
+}
+
+static u32 mr_hint_cap(const struct mr_conn *c)
+{
+	/* bytes = Mbit/s * ns / 8000, plus a quarter of headroom */
+	u64 cap = mr_div64((u64)c->rate_hint * mr_conn_rtt(c), 8000);
+
+	cap += cap / 4;
+	return (u32)mr_min64(cap, c->cfg.max_window);
+}
+
+static void mr_conn_clamp(struct mr_conn *c)
+{
+	if (c->rate_hint) {
+		u32 cap = mr_max32(mr_hint_cap(c), c->cfg.min_window);
+
+		if (c->wnd > cap)
+			c->wnd = cap;
+	}
+	c->wnd = mr_max32(c->wnd, c->cfg.min_window);
+	c->wnd = mr_min32(c->wnd, c->cfg.max_window);
+}
+
+void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
+		       u64 now)
+{
+	u32 f, cut;
+
+	(void)now;
+	c->round_acked += acked;
+	c->round_pkts += pkts;
+	c->round_ce += ce;
+	if (c->round_acked < c->round_target)
+		return;
+
+	f = c->round_pkts ? mr_min32(c->round_ce, c->round_pkts) * 1024 /
+			    c->round_pkts : 0;
+	if (f > c->alpha)
+		c->alpha += ((f - c->alpha) >> c->cfg.ecn_shift) ?: 1;
+	else
+		c->alpha -= (c->alpha - f) >> c->cfg.ecn_shift;
+
+	if (c->round_ce) {
+		cut = (u32)((u64)c->wnd * mr_max32(c->alpha, 64) / 2048);
+		c->wnd -= cut;
+		c->slow_start = 0;
+	} else if (c->slow_start) {
+		c->wnd += c->round_acked;
+	} else if (c->rate_hint && c->wnd < mr_hint_cap(c)) {
+		/* Below the receiver's grant: double back up to it. */
+		c->wnd = mr_min32(c->wnd * 2, mr_hint_cap(c));
+	} else {
+		c->wnd += c->cfg.ai_bytes;
+	}
+	mr_conn_clamp(c);
+	c->round_target = c->wnd;
+	c->round_acked = 0;
+	c->round_pkts = 0;
+	c->round_ce = 0;
+	mr_paths_rebalance(c);
+}
+
+/* Receive half */
+
+static void mr_rx_reset(struct mr_conn *c, u32 epoch)
+{
+	c->rx_epoch = epoch;
+	c->dsn_cum = epoch;
+	memset(c->dsn_bits, 0, sizeof(c->dsn_bits));
+	memset(c->rpath, 0, sizeof(c->rpath));
+	c->ack_pending = 0;
+	c->ack_now = 0;
+	c->ack_deadline = MR_U64_MAX;
+}
+
+static void mr_dsn_done(struct mr_conn *c, u32 dsn)
+{
+	u32 d = dsn - c->dsn_cum, n;
+
+	if (d >= MR_DSN_WND)
+		return;
+	mr_bit_set(c->dsn_bits, d);
+	n = mr_bitmap_ones(c->dsn_bits, MR_DSN_WND / 32);
+	if (n) {
+		mr_bitmap_shift(c->dsn_bits, MR_DSN_WND / 32, n);
+		c->dsn_cum += n;
+	}
+}
+
+static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_ack *ack,
+			   u64 now, struct mr_rx *rx)
+{
+	u32 i, d;
+
+	if (ack->ack_epoch != c->epoch) {
+		mr_drop(c, rx, MR_DROP_EPOCH);
+		return;
+	}
+	mr_stat(c, MR_ST_RX_ACKS, 1);
+	c->syn = 0;
+	if (ack->rate_hint != c->rate_hint) {
+		c->rate_hint = ack->rate_hint;
+		mr_conn_clamp(c);
+		mr_paths_rebalance(c);
+	}
+	for (i = 0; i < ack->npath; i++)
+		mr_path_on_ack(c, &ack->path[i], now);
+	/* Everything below dsn_cum was processed, whatever the blocks said. */
+	if (mr_seq_le(ack->dsn_cum, c->dsn_nxt)) {
+		for (d = c->dsn_una; mr_seq_lt(d, ack->dsn_cum); d++) {
+			struct mr_seg *s = mr_seg_of(c, d);
+
+			if (s)
+				mr_seg_release(c, s, now);
+		}
+	}
+	for (i = 0; i < ack->nqp; i++) {
+		struct mr_qp *qp = c->ops->lookup_qp(c->env, c,
+						     ack->qp[i].qpn);
+
+		if (qp && qp->conn == c)
+			mr_qp_on_ack_block(qp, &ack->qp[i], now);
+	}
+	rx->action = MR_RXA_NONE;
+}
+
+void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
+		const struct mr_ack *ack, int ce, u64 now, struct mr_rx *rx)
+{
+	u32 d;
+
+	memset(rx, 0, sizeof(*rx));
+	mr_stat(c, MR_ST_RX_PKTS, 1);
+	mr_stat(c, MR_ST_RX_BYTES, (u64)h->hlen + h->plen);
+
+	if (h->opcode == MR_OP_ACK) {
+		if (!ack) {
+			mr_drop(c, rx, MR_DROP_BAD_ACK);
+			return;
+		}
+		mr_conn_rx_ack(c, ack, now, rx);
+		return;
+	}
+
+	if (h->epoch != c->rx_epoch) {
+		if (!(h->flags & MR_F_SYN) || !mr_op_sequenced(h->opcode) ||
+		    (c->rx_epoch && now - c->rx_last < c->cfg.epoch_quiet_ns)) {
+			mr_drop(c, rx, MR_DROP_EPOCH);
+			return;
+		}
+		mr_rx_reset(c, h->epoch);
+	}
+	c->rx_last = now;
+	c->rx_meter_bytes += (u64)h->hlen + h->plen;
+	c->rx_meter_pkts++;
+	if (ce)
+		c->rx_meter_ce++;
+
+	if (h->opcode == MR_OP_ACK_REQ) {
+		if (qp && qp->conn == c)
+			mr_conn_mark_dirty(c, qp);
+		c->ack_now = 1;
+		rx->action = MR_RXA_NONE;
+		return;
+	}
+	if (!mr_op_sequenced(h->opcode)) {
+		mr_drop(c, rx, MR_DROP_BAD_OPCODE);
+		return;
+	}
+
+	mr_rpath_rx(c, h, ce, now);
+	c->ack_pending++;
+	if (c->ack_deadline == MR_U64_MAX)
+		c->ack_deadline = now + c->cfg.ack_delay_ns;
+	if (h->flags & MR_F_ACKREQ)
+		c->ack_now = 1;
+	if (h->opcode == MR_OP_PROBE) {
+		rx->action = MR_RXA_NONE;
+		return;
+	}
+
+	d = h->dsn - c->dsn_cum;
+	if ((s32)d < 0 || (d < MR_DSN_WND && mr_bit_test(c->dsn_bits, d))) {
+		mr_drop(c, rx, MR_DROP_DUP);
+		return;
+	}
+	if (d >= MR_DSN_WND) {
+		mr_drop(c, rx, MR_DROP_DSN_WINDOW);
+		return;
+	}
+	if (h->opcode == MR_OP_NOP) {
+		mr_dsn_done(c, h->dsn);
+		rx->action = MR_RXA_NONE;
+		return;
+	}
+	mr_qp_rx(c, qp, h, now, rx);
+	/* Refused segments are settled too: the window must move on. */
+	if (rx->action == MR_RXA_DROP || rx->action == MR_RXA_NONE)
+		mr_dsn_done(c, h->dsn);
+}
+
+void mr_conn_rx_done(struct mr_conn *c, const struct mr_hdr *h,
+		     struct mr_rx *rx, int status, u64 result, u64 now)
+{
+	mr_qp_rx_done(c, rx->qp, h, rx, status, result, now);
+	mr_dsn_done(c, h->dsn);
+}
+
+static void mr_send_acks(struct mr_conn *c, u64 now)
+{
+	struct mr_ack ack;
+	struct mr_hdr h;
+	u32 i;
+	int more;
+
+	do {
+		memset(&ack, 0, sizeof(ack));
+		ack.ack_epoch = c->rx_epoch;
+		ack.dsn_cum = c->dsn_cum;
+		ack.rate_hint = c->hint_out;
+		for (i = 0; i < MR_MAX_PATHS; i++) {
+			struct mr_rpath *rp = &c->rpath[i];
+			struct mr_ack_path *ap;
+
+			if (!rp->active || !rp->dirty)
+				continue;
+			ap = &ack.path[ack.npath++];
+			ap->path = (u8)i;
+			ap->ce_cnt = rp->ce_cnt;
+			ap->rx_cnt = rp->rx_cnt;
+			ap->base = rp->base;
+			ap->tsecr = rp->tsval;
+			memcpy(ap->bitmap, rp->bitmap, sizeof(ap->bitmap));
+			rp->dirty = 0;
+		}
+		while (ack.nqp < MR_ACK_MAX_QP && !mr_list_empty(&c->dirty)) {
+			struct mr_qp *qp = mr_container_of(c->dirty.next,
+							   struct mr_qp,
+							   dirty_node);
+
+			mr_list_del(&qp->dirty_node);
+			mr_qp_fill_ack_block(qp, &ack.qp[ack.nqp++]);
+		}
+		more = !mr_list_empty(&c->dirty);
+
+		memset(&h, 0, sizeof(h));
+		h.opcode = MR_OP_ACK;
+		h.epoch = c->epoch;
+		h.tsval = (u32)now;
+		{
+			u8 buf[MR_BASE_HLEN + MR_ACKH_LEN +
+			       MR_MAX_PATHS * MR_ACK_PATH_LEN +
+			       MR_ACK_MAX_QP * MR_ACK_QP_LEN];
+			struct mr_txpkt pkt;
+			int len = mr_wire_encode_ack(buf, sizeof(buf), &h, &ack);
+			int path = mr_ctrl_path(c);
+
+			if (len < 0)
+				return;
+			memset(&pkt, 0, sizeof(pkt));
+			pkt.hdr = buf;
+			pkt.hlen = (u32)len;
+			pkt.kind = MR_TX_CTRL;
+			pkt.path = (u8)path;
+			pkt.sport = c->path[path].sport;
+			if (c->ops->xmit(c->env, c, &pkt))
+				return;
+			mr_stat(c, MR_ST_TX_PKTS, 1);
+			mr_stat(c, MR_ST_TX_BYTES, (u64)len);
+			mr_stat(c, MR_ST_TX_ACKS, 1);
+		}
+	} while (more);
+}
+
+void mr_conn_rx_flush(struct mr_conn *c, u64 now)
+{
+	if (!c->rx_epoch)
+		return;
+	if (!c->ack_now && c->ack_pending < c->cfg.ack_every &&
+	    mr_list_empty(&c->dirty) &&
+	    (!c->ack_pending || now < c->ack_deadline))
+		return;
+	mr_send_acks(c, now);
+	c->ack_pending = 0;
+	c->ack_now = 0;
+	c->ack_deadline = MR_U64_MAX;
+}
+
+u64 mr_conn_next_timer(const struct mr_conn *c)
+{
+	u64 t = mr_path_next_timer(c);
+
+	if (c->ack_pending)
+		t = mr_min64(t, c->ack_deadline);
+	if (c->cfg.pacing && c->rate_hint && mr_conn_tx_pending(c) &&
+	    c->inflight < c->wnd)
+		t = mr_min64(t, c->next_tx);
+	return mr_min64(t, mr_qp_next_timer(c));
+}
+
+void mr_conn_timer(struct mr_conn *c, u64 now)
+{
+	mr_path_timeouts(c, now);
+	mr_qp_sweep(c, now);
+	mr_conn_rx_flush(c, now);
+}
+
+int mr_conn_idle(const struct mr_conn *c)
+{
+	return c->dsn_una == c->dsn_nxt && !c->rtx_cnt &&
+	       mr_list_empty(&c->active) && mr_list_empty(&c->busy) &&
+	       mr_list_empty(&c->dirty);
+}
+
+u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille)
+{
+	u64 dt = now - c->rx_meter_start;
+	u32 rate = 0;
+
+	if (dt)
+		rate = (u32)mr_min64(mr_div64(c->rx_meter_bytes * 8000, dt),
+				     0xffffffffu);
+	if (ce_permille)
+		*ce_permille = c->rx_meter_pkts ?
+			(u32)mr_div64(c->rx_meter_ce * 1000, c->rx_meter_pkts) : 0;
+	c->rx_meter_bytes = 0;
+	c->rx_meter_ce = 0;
+	c->rx_meter_pkts = 0;
+	c->rx_meter_start = now;
+	return rate;
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Receiver fair share: how much of its inbound capacity a receiver grants
+ * each sender, carried as the rate hint of every ACK.
+ *
+ * The grant is the max-min "water level" L over the active senders: the
+ * level at which the senders that want less than L take what they want and
+ * every other sender gets L, filling the capacity exactly. Every sender is
+ * told L (a sender below it may grow up to it). Capacity is the configured
+ * link rate, lowered while arriving traffic carries CE marks (the
+ * bottleneck is then upstream of us, and the arrival rate is what it
+ * passes) and raised again additively once the marks stop.
+ */
+#include "internal.h"
+
+void mr_fairshare(u32 capacity, const u32 *demand, u32 n, u32 *share)
+{
+	u64 remaining = capacity;
+	u32 i, k = 0, level;
+	int changed;
+
+	/* share[i] is used as "satisfied" marker until the end. */
+	for (i = 0; i < n; i++) {
+		share[i] = demand[i] ? 0 : 1;
+		if (demand[i])
+			k++;
+	}
+	do {
+		changed = 0;
+		if (!k)
+			break;
+		level = (u32)mr_div64(remaining, k);
+		for (i = 0; i < n; i++) {
+			/* 1/8 margin: a sender held at the level is not "below" */
+			if (share[i] || (u64)demand[i] + demand[i] / 8 >= level)
+				continue;
+			share[i] = 1;
+			remaining -= demand[i];
+			k--;
+			changed = 1;
+		}
+	} while (changed);
+	level = k ? (u32)mr_div64(remaining, k) : capacity;
+	for (i = 0; i < n; i++)
+		share[i] = mr_max32(level, 1);
+}
+
+void mr_fs_init(struct mr_fs_dev *d, u32 capacity_mbps)
+{
+	d->capacity = capacity_mbps;
+	d->estimate = capacity_mbps;
+	d->ce_thresh = 50;	/* 5% of packets marked */
+}
+
+void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
+	       u32 *demand, u32 *share, u64 now)
+{
+	u64 total = 0;
+	u32 i, ce, marked = 0;
+
+	for (i = 0; i < n; i++) {
+		demand[i] = mr_conn_rx_rate(conns[i], now, &ce);
+		total += demand[i];
+		if (ce >= d->ce_thresh)
+			marked = 1;
+	}
+	if (marked && total) {
+		u64 est = total - total / 16;
+
+		d->estimate = (u32)mr_min64(mr_min64(est, d->estimate),
+					    d->capacity);
+		d->estimate = mr_max32(d->estimate, d->capacity / 64);
+	} else {
+		d->estimate = mr_min32(d->estimate +
+				       mr_max32(d->capacity / 32, 1),
+				       d->capacity);
+	}
+	mr_fairshare(d->estimate, demand, n, share);
+	for (i = 0; i < n; i++)
+		mr_conn_set_hint(conns[i], n > 1 ? share[i] : d->estimate);
+}

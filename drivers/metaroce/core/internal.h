@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Internal interfaces between the engine's files. Not used by callers.
+ */
+#ifndef METAROCE_CORE_INTERNAL_H
+#define METAROCE_CORE_INTERNAL_H
+
+#include <metaroce/mr_engine.h>
+
+/* Lists */
+static inline void mr_list_init(struct mr_list *l)
+{
+	l->next = l;
+	l->prev = l;
+}
+
+static inline int mr_list_empty(const struct mr_list *l)
+{
+	return l->next == l;
+}
+
+/* A node that is not on any list points to itself. */
+static inline int mr_list_linked(const struct mr_list *n)
+{
+	return n->next != n;
+}
+
+static inline void mr_list_del(struct mr_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	mr_list_init(n);
+}
+
+static inline void mr_list_add_tail(struct mr_list *n, struct mr_list *head)
+{
+	n->prev = head->prev;
+	n->next = head;
+	head->prev->next = n;
+	head->prev = n;
+}
+
+static inline void mr_list_move_tail(struct mr_list *n, struct mr_list *head)
+{
+	if (mr_list_linked(n))
+		mr_list_del(n);
+	mr_list_add_tail(n, head);
+}
+
+#define mr_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Bitmaps of u32 words */
+static inline int mr_bit_test(const u32 *map, u32 bit)
+{
+	return (map[bit / 32] >> (bit % 32)) & 1;
+}
+
+static inline void mr_bit_set(u32 *map, u32 bit)
+{
+	map[bit / 32] |= 1u << (bit % 32);
+}
+
+static inline void mr_bit_clear(u32 *map, u32 bit)
+{
+	map[bit / 32] &= ~(1u << (bit % 32));
+}
+
+/* Shift a bitmap of @words words down by @n bits (bit n becomes bit 0). */
+void mr_bitmap_shift(u32 *map, u32 words, u32 n);
+/* Number of consecutive set bits starting at bit 0. */
+u32 mr_bitmap_ones(const u32 *map, u32 words);
+
+static inline u64 mr_rand(struct mr_conn *c)
+{
+	/* xorshift64*: deterministic for a given seed (the simulator). */
+	u64 x = c->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	c->rng = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+static inline struct mr_seg *mr_seg_of(struct mr_conn *c, u32 dsn)
+{
+	struct mr_seg *s = &c->segs[dsn & c->seg_mask];
+
+	return (s->state != MR_SEGS_FREE && s->dsn == dsn) ? s : NULL;
+}
+
+static inline void mr_stat(struct mr_conn *c, enum mr_stat st, u64 n)
+{
+	c->stats[st] += n;
+}
+
+static inline void mr_drop(struct mr_conn *c, struct mr_rx *rx, int reason)
+{
+	rx->action = MR_RXA_DROP;
+	rx->reason = reason;
+	c->drops[reason]++;
+}
+
+/* path.c */
+void mr_path_init(struct mr_conn *c, struct mr_path *p, u32 id, u64 now);
+u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p);
+int mr_path_usable(const struct mr_path *p);
+void mr_path_sent(struct mr_conn *c, u32 id, u32 dsn, u32 wire_len, u64 now);
+void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap,
+		    u64 now);
+void mr_path_timeouts(struct mr_conn *c, u64 now);
+u64 mr_path_next_timer(const struct mr_conn *c);
+void mr_path_repick(struct mr_conn *c, struct mr_path *p);
+void mr_paths_rebalance(struct mr_conn *c);
+/* receive side */
+int mr_rpath_rx(struct mr_conn *c, const struct mr_hdr *h, int ce, u64 now);
+
+/* conn.c */
+void mr_seg_queue_rtx(struct mr_conn *c, struct mr_seg *s);
+void mr_seg_release(struct mr_conn *c, struct mr_seg *s, u64 now);
+void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
+		       u64 now);
+int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path,
+		      u64 now);
+void mr_conn_mark_dirty(struct mr_conn *c, struct mr_qp *qp);
+
+/* qp.c */
+int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now);
+int mr_qp_fill_hdr(struct mr_qp *qp, const struct mr_seg *s,
+		   struct mr_hdr *h);
+void mr_qp_seg_acked(struct mr_qp *qp, struct mr_seg *s, u64 now);
+void mr_qp_on_ack_block(struct mr_qp *qp, const struct mr_ack_qp *aq,
+			u64 now);
+void mr_qp_fill_ack_block(struct mr_qp *qp, struct mr_ack_qp *aq);
+void mr_qp_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
+	      u64 now, struct mr_rx *rx);
+void mr_qp_rx_done(struct mr_conn *c, struct mr_qp *qp,
+		   const struct mr_hdr *h, struct mr_rx *rx, int status,
+		   u64 result, u64 now);
+void mr_qp_sweep(struct mr_conn *c, u64 now);
+u64 mr_qp_next_timer(const struct mr_conn *c);
+int mr_qp_has_tx(const struct mr_qp *qp, u64 now);
+
+#endif /* METAROCE_CORE_INTERNAL_H */

@@ -1,0 +1,493 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Paths: per-path sequence, SACK, loss detection, RTT, ECN, weights,
+ * failure and revival (send half), and per-path SACK state (receive half).
+ *
+ * A path is a UDP source port: the fabric's ECMP hash keeps every packet of
+ * a path on one route, so a path delivers in order and a hole in its SACK
+ * bitmap followed by received packets is a loss, not reordering.
+ */
+#include "internal.h"
+
+#define MR_WEIGHT_MIN		(MR_WEIGHT_ONE / 32)
+#define MR_PROBE_LEN		(MR_BASE_HLEN + 28)	/* + IP/UDP, roughly */
+
+void mr_bitmap_shift(u32 *map, u32 words, u32 n)
+{
+	u32 w = n / 32, b = n % 32, i;
+
+	if (w >= words) {
+		memset(map, 0, words * sizeof(*map));
+		return;
+	}
+	for (i = 0; i < words; i++) {
+		u32 lo = i + w < words ? map[i + w] : 0;
+		u32 hi = i + w + 1 < words ? map[i + w + 1] : 0;
+
+		map[i] = b ? (lo >> b) | (hi << (32 - b)) : lo;
+	}
+}
+
+u32 mr_bitmap_ones(const u32 *map, u32 words)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < words; i++) {
+		u32 v = ~map[i];
+
+		if (!v) {
+			n += 32;
+			continue;
+		}
+		return n + (u32)__builtin_ctz(v);
+	}
+	return n;
+}
+
+static u16 mr_pick_port(struct mr_conn *c, u16 avoid)
+{
+	u32 span = (u32)c->cfg.sport_max - c->cfg.sport_min + 1;
+	u16 port;
+
+	do {
+		port = c->cfg.sport_min + (u16)(mr_rand(c) % span);
+	} while (port == avoid && span > 1);
+	return port;
+}
+
+void mr_path_init(struct mr_conn *c, struct mr_path *p, u32 id, u64 now)
+{
+	memset(p, 0, sizeof(*p));
+	p->una = c->epoch;
+	p->nxt = c->epoch;
+	p->sack_hi = c->epoch;
+	p->last_progress = now;
+	p->weight = MR_WEIGHT_ONE;
+	p->state = MR_PATH_GOOD;
+	p->sport = mr_pick_port(c, 0);
+	(void)id;
+}
+
+u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p)
+{
+	u64 rto;
+
+	if (!p->srtt)
+		rto = c->cfg.rto_init_ns;
+	else
+		rto = (u64)p->srtt + 4 * (u64)p->rttvar;
+	rto = mr_max64(rto, c->cfg.rto_min_ns);
+	rto <<= mr_min32(p->timeouts, 10);
+	return (u32)mr_min64(rto, c->cfg.rto_max_ns);
+}
+
+int mr_path_usable(const struct mr_path *p)
+{
+	return p->state != MR_PATH_DEAD;
+}
+
+static int mr_path_has_out(const struct mr_path *p)
+{
+	return p->una != p->nxt;
+}
+
+static int mr_slot_out(const struct mr_path *p, u32 psn)
+{
+	return mr_bit_test(p->out, psn % MR_PATH_WND);
+}
+
+void mr_path_sent(struct mr_conn *c, u32 id, u32 dsn, u32 wire_len, u64 now)
+{
+	struct mr_path *p = &c->path[id];
+	u32 slot = p->nxt % MR_PATH_WND;
+
+	if (!mr_path_has_out(p))
+		p->last_progress = now;
+	p->dsn[slot] = dsn;
+	p->len[slot] = (u16)wire_len;
+	mr_bit_set(p->out, slot);
+	p->nxt++;
+	p->inflight += wire_len;
+	c->inflight += wire_len;
+	p->tx_pkts++;
+	p->tx_bytes += wire_len;
+}
+
+/* Advance una past slots that are no longer outstanding. */
+static void mr_path_advance(struct mr_path *p)
+{
+	while (p->una != p->nxt && !mr_slot_out(p, p->una))
+		p->una++;
+}
+
+static u32 mr_slot_clear(struct mr_conn *c, struct mr_path *p, u32 psn)
+{
+	u32 slot = psn % MR_PATH_WND;
+	u32 len = p->len[slot];
+
+	mr_bit_clear(p->out, slot);
+	p->inflight -= len;
+	c->inflight -= len;
+	return len;
+}
+
+/* The transmission (p, psn) arrived: its segment was processed. */
+static void mr_slot_acked(struct mr_conn *c, struct mr_path *p, u32 psn,
+			  u64 now)
+{
+	u32 dsn = p->dsn[psn % MR_PATH_WND];
+	struct mr_seg *s;
+
+	mr_slot_clear(c, p, psn);
+	if (dsn == MR_DSN_NONE)
+		return;
+	s = mr_seg_of(c, dsn);
+	if (s)
+		mr_seg_release(c, s, now);
+}
+
+/* The transmission (p, psn) is lost: queue its segment again. */
+static void mr_slot_lost(struct mr_conn *c, struct mr_path *p, u32 id,
+			 u32 psn, int rto)
+{
+	u32 dsn = p->dsn[psn % MR_PATH_WND];
+	struct mr_seg *s;
+
+	mr_slot_clear(c, p, psn);
+	p->lost++;
+	if (dsn == MR_DSN_NONE)
+		return;
+	s = mr_seg_of(c, dsn);
+	/* Only the segment's latest transmission decides. */
+	if (!s || s->state != MR_SEGS_INFLIGHT || s->path != id ||
+	    s->psn != psn)
+		return;
+	mr_seg_queue_rtx(c, s);
+	mr_stat(c, rto ? MR_ST_RETX_RTO : MR_ST_RETX_SACK, 1);
+}
+
+static void mr_path_rtt_sample(struct mr_path *p, u32 rtt)
+{
+	if (!p->srtt) {
+		p->srtt = rtt;
+		p->rttvar = rtt / 2;
+		p->min_rtt = rtt;
+		return;
+	}
+	if (rtt < p->min_rtt)
+		p->min_rtt = rtt;
+	/* RFC 6298 gains: 1/4 for the variance, 1/8 for the mean. */
+	if (rtt > p->srtt)
+		p->rttvar = p->rttvar - p->rttvar / 4 + (rtt - p->srtt) / 4;
+	else
+		p->rttvar = p->rttvar - p->rttvar / 4 + (p->srtt - rtt) / 4;
+	p->srtt = p->srtt - p->srtt / 8 + rtt / 8;
+}
+
+static u32 mr_congested_alpha(const struct mr_conn *c)
+{
+	return c->cfg.repick_alpha ? c->cfg.repick_alpha / 2 : 256;
+}
+
+/* Lowest ECN fraction among the usable paths other than @self. */
+static u32 mr_best_alpha(const struct mr_conn *c, const struct mr_path *self)
+{
+	u32 i, best = 1024;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *p = &c->path[i];
+
+		if (p != self && mr_path_usable(p) && p->alpha < best)
+			best = p->alpha;
+	}
+	return best;
+}
+
+void mr_path_repick(struct mr_conn *c, struct mr_path *p)
+{
+	p->sport = mr_pick_port(c, p->sport);
+	p->alpha = 0;
+	p->hot = 0;
+	p->weight = MR_WEIGHT_ONE / 4;
+	p->repicks++;
+	mr_stat(c, MR_ST_PATH_REPICK, 1);
+}
+
+/* ECN feedback of one ACK block: path weight AIMD and port re-pick. */
+static void mr_path_ecn(struct mr_conn *c, struct mr_path *p, u32 dce,
+			u32 drx, u32 acked_pkts, u64 now)
+{
+	u32 f;
+
+	if (!drx)
+		return;
+	if (dce > drx)
+		dce = drx;
+	f = dce * 1024 / drx;
+	if (f > p->alpha)
+		p->alpha += (f - p->alpha) >> c->cfg.ecn_shift ?: 1;
+	else
+		p->alpha -= (p->alpha - f) >> c->cfg.ecn_shift;
+	if (dce) {
+		p->ce += dce;
+		mr_stat(c, MR_ST_ECN_ECHO, dce);
+		/* Multiplicative decrease at most once per round trip. */
+		if (now - p->last_cut >= mr_max32(p->srtt, c->cfg.rto_min_ns / 4)) {
+			u32 cut = (u32)p->weight * p->alpha / 2048;
+
+			p->weight = (u16)mr_max32(p->weight - mr_max32(cut, 1),
+						  MR_WEIGHT_MIN);
+			p->last_cut = now;
+			if (c->cfg.repick_alpha && p->alpha >= c->cfg.repick_alpha &&
+			    mr_best_alpha(c, p) < c->cfg.repick_alpha / 2) {
+				if (++p->hot >= 3)
+					mr_path_repick(c, p);
+			}
+		}
+	} else if (acked_pkts) {
+		u32 w = p->weight + mr_max32(acked_pkts * MR_WEIGHT_ONE / 128, 1);
+
+		p->weight = (u16)mr_min32(w, MR_WEIGHT_ONE);
+		if (p->alpha < mr_congested_alpha(c) / 2)
+			p->hot = 0;
+	}
+	if (p->state != MR_PATH_DEAD)
+		p->state = p->alpha >= mr_congested_alpha(c) ?
+			   MR_PATH_CONGESTED : MR_PATH_GOOD;
+}
+
+void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
+{
+	struct mr_path *p;
+	u32 psn, hi, acked = 0, bytes = 0, dce = 0, drx = 0, i;
+	int progress = 0;
+
+	if (ap->path >= c->npaths)
+		return;
+	p = &c->path[ap->path];
+
+	/* Highest psn the block proves received, +1. */
+	hi = ap->base;
+	for (i = MR_PATH_WND; i > 0; i--) {
+		if (mr_bit_test(ap->bitmap, i - 1)) {
+			hi = ap->base + i;
+			break;
+		}
+	}
+	/* A block cannot acknowledge what was never sent. */
+	if (mr_seq_lt(p->nxt, hi))
+		return;
+
+	for (psn = p->una; psn != p->nxt; psn++) {
+		u32 d = psn - ap->base;
+		int got;
+
+		if (!mr_slot_out(p, psn))
+			continue;
+		got = mr_seq_lt(psn, ap->base) ||
+		      (d < MR_PATH_WND && mr_bit_test(ap->bitmap, d));
+		if (!got)
+			continue;
+		bytes += p->len[psn % MR_PATH_WND];
+		acked++;
+		mr_slot_acked(c, p, psn, now);
+	}
+	if (mr_seq_lt(p->sack_hi, hi))
+		p->sack_hi = hi;
+
+	/* Anything a later packet overtook by reorder_thresh is lost. */
+	for (psn = p->una; psn != p->nxt; psn++) {
+		if (!mr_seq_lt(psn, p->sack_hi))
+			break;
+		if (!mr_slot_out(p, psn))
+			continue;
+		if (p->sack_hi - psn - 1 >= c->cfg.reorder_thresh)
+			mr_slot_lost(c, p, ap->path, psn, 0);
+	}
+	mr_path_advance(p);
+
+	if (acked) {
+		u32 rtt = (u32)now - ap->tsecr;
+
+		progress = 1;
+		if ((s32)rtt > 0)
+			mr_path_rtt_sample(p, rtt);
+		p->last_progress = now;
+		p->timeouts = 0;
+		if (p->state == MR_PATH_DEAD) {
+			p->state = MR_PATH_GOOD;
+			p->weight = MR_WEIGHT_ONE / 8;
+			p->alpha = 0;
+			mr_stat(c, MR_ST_PATH_REVIVED, 1);
+		}
+	}
+
+	if (p->echo_valid) {
+		dce = (u16)(ap->ce_cnt - p->ce_seen);
+		drx = (u16)(ap->rx_cnt - p->rx_seen);
+	}
+	p->ce_seen = ap->ce_cnt;
+	p->rx_seen = ap->rx_cnt;
+	p->echo_valid = 1;
+	mr_path_ecn(c, p, dce, drx, acked, now);
+
+	if (progress || dce)
+		mr_conn_cc_on_ack(c, bytes, acked, dce, now);
+}
+
+/* Can path @self be declared dead without leaving the connection none? */
+static int mr_path_may_die(const struct mr_conn *c, const struct mr_path *self)
+{
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++)
+		if (&c->path[i] != self && mr_path_usable(&c->path[i]))
+			return 1;
+	return 0;
+}
+
+static void mr_path_send_probe(struct mr_conn *c, u32 id, u64 now)
+{
+	struct mr_path *p = &c->path[id];
+	struct mr_hdr h;
+
+	if (p->nxt - p->una >= MR_PATH_WND)
+		return;
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_PROBE;
+	h.flags = MR_F_ACKREQ;
+	if (mr_conn_send_ctrl(c, &h, (int)id, now) == 0) {
+		p->probes++;
+		mr_stat(c, MR_ST_TX_PROBES, 1);
+	}
+}
+
+void mr_path_timeouts(struct mr_conn *c, u64 now)
+{
+	u32 i;
+	int changed = 0;
+
+	for (i = 0; i < c->npaths; i++) {
+		struct mr_path *p = &c->path[i];
+		u32 psn;
+
+		if (mr_path_has_out(p) &&
+		    now - p->last_progress >= mr_path_rto(c, p)) {
+			for (psn = p->una; psn != p->nxt; psn++)
+				if (mr_slot_out(p, psn))
+					mr_slot_lost(c, p, i, psn, 1);
+			mr_path_advance(p);
+			p->timeouts_total++;
+			if (p->timeouts < 255)
+				p->timeouts++;
+			p->last_progress = now;
+			if (p->state != MR_PATH_DEAD) {
+				p->weight = (u16)mr_max32(p->weight / 2,
+							  MR_WEIGHT_MIN);
+				if (p->timeouts >= c->cfg.dead_after &&
+				    mr_path_may_die(c, p)) {
+					p->state = MR_PATH_DEAD;
+					p->weight = 0;
+					p->next_probe = now + c->cfg.probe_ns;
+					mr_stat(c, MR_ST_PATH_DEAD, 1);
+				}
+			}
+			changed = 1;
+		}
+		if (p->state == MR_PATH_DEAD && now >= p->next_probe) {
+			p->next_probe = now + c->cfg.probe_ns;
+			if (!mr_path_has_out(p))
+				mr_path_send_probe(c, i, now);
+		}
+	}
+	if (changed)
+		mr_paths_rebalance(c);
+}
+
+u64 mr_path_next_timer(const struct mr_conn *c)
+{
+	u64 t = MR_U64_MAX;
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *p = &c->path[i];
+
+		if (mr_path_has_out(p))
+			t = mr_min64(t, p->last_progress + mr_path_rto(c, p));
+		if (p->state == MR_PATH_DEAD)
+			t = mr_min64(t, p->next_probe);
+	}
+	return t;
+}
+
+/* Split the connection window over the usable paths by weight. */
+void mr_paths_rebalance(struct mr_conn *c)
+{
+	u64 sum = 0;
+	u32 i, floor = c->cfg.mtu + MR_DATA_HLEN_MAX;
+
+	for (i = 0; i < c->npaths; i++)
+		if (mr_path_usable(&c->path[i]))
+			sum += mr_max32(c->path[i].weight, MR_WEIGHT_MIN);
+	for (i = 0; i < c->npaths; i++) {
+		struct mr_path *p = &c->path[i];
+
+		if (!mr_path_usable(p) || !sum) {
+			p->cwnd = 0;
+			continue;
+		}
+		p->cwnd = (u32)mr_div64((u64)c->wnd *
+					mr_max32(p->weight, MR_WEIGHT_MIN), sum);
+		p->cwnd = mr_max32(p->cwnd, floor);
+	}
+}
+
+/*
+ * Receive half: record psn on the peer's path. Returns 0 for a packet not
+ * seen before, 1 for a duplicate or one older than the window.
+ */
+int mr_rpath_rx(struct mr_conn *c, const struct mr_hdr *h, int ce, u64 now)
+{
+	struct mr_rpath *rp = &c->rpath[h->path];
+	u32 d, n;
+
+	(void)now;
+	if (!rp->active) {
+		memset(rp, 0, sizeof(*rp));
+		rp->active = 1;
+		rp->base = c->rx_epoch;
+	}
+	rp->rx_cnt++;
+	if (ce) {
+		rp->ce_cnt++;
+		mr_stat(c, MR_ST_RX_CE, 1);
+	}
+	rp->dirty = 1;
+	rp->tsval = h->tsval;
+
+	d = h->psn - rp->base;
+	if ((s32)d < 0)
+		return 1;
+	if (d >= MR_PATH_WND) {
+		/*
+		 * A sender never has more than MR_PATH_WND packets outstanding
+		 * on a path, so everything this far back is settled for it.
+		 */
+		n = d - (MR_PATH_WND - 1);
+		mr_bitmap_shift(rp->bitmap, MR_PATH_WND / 32, n);
+		rp->base += n;
+		d = MR_PATH_WND - 1;
+	}
+	if (mr_bit_test(rp->bitmap, d))
+		return 1;
+	mr_bit_set(rp->bitmap, d);
+	n = mr_bitmap_ones(rp->bitmap, MR_PATH_WND / 32);
+	if (n) {
+		mr_bitmap_shift(rp->bitmap, MR_PATH_WND / 32, n);
+		rp->base += n;
+	}
+	/* A hole before this packet: tell the sender now. */
+	if (d > 0 && d >= n)
+		c->ack_now = 1;
+	return 0;
+}

@@ -1,0 +1,982 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * QPs: the ordered message streams of RC queue pairs over a connection.
+ *
+ * Requester: work requests become messages numbered by a 24-bit message
+ * sequence number (msn, starting at the QP's sq_psn); messages are cut into
+ * segments that the connection sprays over its paths. A SEND/WRITE completes
+ * when the responder reports it complete (QP block in an ACK), a READ or
+ * atomic when its response has landed; completions are reported in order.
+ *
+ * Responder: every segment carries its message number and offset, so it is
+ * placed where it belongs on arrival, in any order. A tracker per in-flight
+ * message counts the bytes landed (the connection's DSN window guarantees
+ * each segment is counted once); messages complete in msn order.
+ */
+#include "internal.h"
+
+enum mr_msg_state {
+	MR_MSG_FREE = 0,
+	MR_MSG_QUEUED,		/* posted, no segment sent yet */
+	MR_MSG_SENDING,		/* partly segmented */
+	MR_MSG_SENT,		/* every segment handed to the connection */
+	MR_MSG_DONE,		/* complete, waiting for older messages */
+};
+
+enum mr_rmsg_state {
+	MR_RMSG_FREE = 0,
+	MR_RMSG_ACTIVE,
+	MR_RMSG_DONE,
+};
+
+static int mr_wr_is_read_atomic(u8 op)
+{
+	return op == MR_WR_READ || op == MR_WR_CMP_SWAP ||
+	       op == MR_WR_FETCH_ADD;
+}
+
+static int mr_wr_consumes_recv(u8 op)
+{
+	return op == MR_WR_SEND || op == MR_WR_SEND_IMM ||
+	       op == MR_WR_SEND_INV || op == MR_WR_WRITE_IMM;
+}
+
+static u8 mr_wr_wire_op(u8 op)
+{
+	switch (op) {
+	case MR_WR_SEND:
+	case MR_WR_SEND_IMM:
+	case MR_WR_SEND_INV:
+		return MR_OP_SEND;
+	case MR_WR_WRITE:
+	case MR_WR_WRITE_IMM:
+		return MR_OP_WRITE;
+	case MR_WR_READ:
+		return MR_OP_READ_REQ;
+	case MR_WR_CMP_SWAP:
+		return MR_OP_CMP_SWAP;
+	case MR_WR_FETCH_ADD:
+		return MR_OP_FETCH_ADD;
+	default:
+		return 0;
+	}
+}
+
+static int mr_op_consumes_recv(u8 opcode, u16 flags)
+{
+	return opcode == MR_OP_SEND ||
+	       (opcode == MR_OP_WRITE && (flags & MR_F_IMM));
+}
+
+static struct mr_msg *mr_sq_msg(struct mr_qp *qp, u32 msn)
+{
+	return &qp->sq[msn % MR_MSG_WND];
+}
+
+/* Is msn among the messages posted and not completed? */
+static int mr_sq_live(const struct mr_qp *qp, u32 msn)
+{
+	return mr_msn_diff(msn, qp->sq_una) < mr_msn_diff(qp->sq_nxt,
+							   qp->sq_una);
+}
+
+static void mr_qp_progress(struct mr_qp *qp, u64 now)
+{
+	struct mr_conn *c = qp->conn;
+
+	qp->last_progress = now;
+	if (c && qp->sq_una != qp->sq_nxt)
+		mr_list_move_tail(&qp->busy_node, &c->busy);
+}
+
+static void mr_qp_activate(struct mr_qp *qp)
+{
+	if (qp->conn && !mr_list_linked(&qp->active_node))
+		mr_list_add_tail(&qp->active_node, &qp->conn->active);
+}
+
+void mr_qp_init(struct mr_qp *qp, u32 qpn)
+{
+	memset(qp, 0, sizeof(*qp));
+	mr_list_init(&qp->active_node);
+	mr_list_init(&qp->busy_node);
+	mr_list_init(&qp->dirty_node);
+	qp->qpn = qpn & MR_QPN_MASK;
+	qp->state = MR_QP_RESET;
+}
+
+int mr_qp_connect(struct mr_qp *qp, struct mr_conn *c,
+		  const struct mr_qp_attr *a, u64 now)
+{
+	if (qp->state != MR_QP_RESET || qp->conn)
+		return -1;
+	if (a->dest_qpn < 2 || a->dest_qpn > MR_QPN_MASK || a->mtu < 256 ||
+	    a->mtu > c->cfg.mtu || a->max_dest_rd_atomic > MR_MAX_RD_ATOMIC ||
+	    a->max_rd_atomic > MR_MAX_RD_ATOMIC)
+		return -1;
+	qp->conn = c;
+	qp->attr = *a;
+	qp->rq_msn = a->rq_psn & MR_MSN_MASK;
+	qp->gen_floor = qp->rq_msn;
+	qp->rq_gen = 0;
+	qp->rnr_timer = a->min_rnr_timer & 31;
+	qp->state = MR_QP_RTR;
+	qp->last_progress = now;
+	return 0;
+}
+
+int mr_qp_rts(struct mr_qp *qp, const struct mr_qp_attr *a, u64 now)
+{
+	if (qp->state != MR_QP_RTR || !qp->conn)
+		return -1;
+	if (a->max_rd_atomic > MR_MAX_RD_ATOMIC)
+		return -1;
+	qp->attr.sq_psn = a->sq_psn;
+	qp->attr.timeout_ns = a->timeout_ns;
+	qp->attr.retry_cnt = a->retry_cnt;
+	qp->attr.rnr_retry = a->rnr_retry;
+	qp->attr.max_rd_atomic = a->max_rd_atomic ? a->max_rd_atomic : 1;
+	qp->sq_una = a->sq_psn & MR_MSN_MASK;
+	qp->sq_cur = qp->sq_una;
+	qp->sq_nxt = qp->sq_una;
+	qp->rnr_left = a->rnr_retry;
+	qp->state = MR_QP_RTS;
+	qp->last_progress = now;
+	return 0;
+}
+
+int mr_qp_can_post(const struct mr_qp *qp)
+{
+	return qp->state == MR_QP_RTS &&
+	       mr_msn_diff(qp->sq_nxt, qp->sq_una) < MR_MSG_WND;
+}
+
+int mr_qp_post(struct mr_qp *qp, const struct mr_wr *wr, u64 now)
+{
+	struct mr_msg *m;
+
+	if (!mr_qp_can_post(qp) || !mr_wr_wire_op(wr->opcode))
+		return -1;
+	if (wr->len > MR_MAX_MSG_LEN)
+		return -1;
+	if ((wr->opcode == MR_WR_CMP_SWAP || wr->opcode == MR_WR_FETCH_ADD) &&
+	    (wr->len != 8 || (wr->raddr & 7)))
+		return -1;
+	m = mr_sq_msg(qp, qp->sq_nxt);
+	memset(m, 0, sizeof(*m));
+	m->cookie = wr->cookie;
+	m->raddr = wr->raddr;
+	m->swap_add = wr->swap_add;
+	m->compare = wr->compare;
+	m->len = wr->len;
+	m->rkey = wr->rkey;
+	m->imm = wr->imm;
+	m->opcode = wr->opcode;
+	m->flags = wr->flags;
+	m->gen = qp->gen;
+	m->state = MR_MSG_QUEUED;
+	if (mr_wr_consumes_recv(wr->opcode))
+		m->ssn = qp->ssn_nxt++;
+	if (qp->sq_una == qp->sq_nxt)
+		qp->last_progress = now;
+	qp->sq_nxt = (qp->sq_nxt + 1) & MR_MSN_MASK;
+	if (!mr_list_linked(&qp->busy_node))
+		mr_list_add_tail(&qp->busy_node, &qp->conn->busy);
+	if (!qp->rnr_wait)
+		mr_qp_activate(qp);
+	return 0;
+}
+
+/* Produce the QP's next segment for the connection; 0 if it has none. */
+int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now)
+{
+	struct mr_msg *m;
+	u32 mtu = qp->attr.mtu;
+
+	(void)now;
+	if (qp->state != MR_QP_RTR && qp->state != MR_QP_RTS)
+		return 0;
+	if (qp->resp_cnt) {
+		struct mr_resp *r = &qp->resp[qp->resp_head];
+
+		s->qp = qp;
+		s->msn = r->msn;
+		s->gen = r->gen;
+		s->cookie = r->cookie;
+		s->total = r->len;
+		s->offset = r->sent;
+		s->opcode = r->opcode;
+		if (r->opcode == MR_OP_ATOMIC_RESP) {
+			s->kind = MR_SEG_ARESP;
+			r->sent = r->len;
+		} else {
+			s->kind = MR_SEG_RESP;
+			s->len = mr_min32(mtu, r->len - r->sent);
+			r->sent += s->len;
+		}
+		if (r->sent >= r->len) {
+			qp->resp_head = (qp->resp_head + 1) % MR_MAX_RD_ATOMIC;
+			qp->resp_cnt--;
+		}
+		return 1;
+	}
+	if (qp->state != MR_QP_RTS || qp->rnr_wait || qp->sq_cur == qp->sq_nxt)
+		return 0;
+
+	m = mr_sq_msg(qp, qp->sq_cur);
+	if (m->state == MR_MSG_QUEUED) {
+		if ((m->flags & MR_WRF_FENCE) && qp->rd_out)
+			return 0;
+		if (mr_wr_is_read_atomic(m->opcode)) {
+			if (qp->rd_out >= qp->attr.max_rd_atomic)
+				return 0;
+			qp->rd_out++;
+		}
+		m->state = MR_MSG_SENDING;
+	}
+	s->kind = MR_SEG_REQ;
+	s->qp = qp;
+	s->cookie = m->cookie;
+	s->msn = qp->sq_cur;
+	s->gen = m->gen;
+	s->offset = m->sent;
+	s->total = m->len;
+	s->opcode = mr_wr_wire_op(m->opcode);
+	if (!mr_wr_is_read_atomic(m->opcode))
+		s->len = mr_min32(mtu, m->len - m->sent);
+	m->sent += s->len;
+	m->segs_out++;
+	if (mr_wr_is_read_atomic(m->opcode) || m->sent >= m->len) {
+		m->state = MR_MSG_SENT;
+		qp->sq_cur = (qp->sq_cur + 1) & MR_MSN_MASK;
+	}
+	return 1;
+}
+
+int mr_qp_fill_hdr(struct mr_qp *qp, const struct mr_seg *s, struct mr_hdr *h)
+{
+	struct mr_msg *m;
+
+	h->dst_qpn = qp->attr.dest_qpn;
+	h->src_qpn = qp->qpn;
+	h->msn = s->msn;
+	h->gen = s->gen;
+	h->offset = s->offset;
+	h->plen = (u16)s->len;
+	if (s->kind == MR_SEG_RESP || s->kind == MR_SEG_ARESP) {
+		if (qp->state == MR_QP_ERR)
+			return -1;
+		h->opcode = s->opcode;
+		h->msg_len = s->total;
+		if (s->kind == MR_SEG_ARESP) {
+			h->msg_len = 8;
+			h->orig = s->cookie;
+		}
+		return 0;
+	}
+	if (qp->state != MR_QP_RTS || !mr_sq_live(qp, s->msn))
+		return -1;
+	m = mr_sq_msg(qp, s->msn);
+	if (m->gen != s->gen || (m->state != MR_MSG_SENDING &&
+				 m->state != MR_MSG_SENT))
+		return -1;
+	h->opcode = mr_wr_wire_op(m->opcode);
+	h->msg_len = m->len;
+	h->raddr = m->raddr;
+	h->rkey = m->rkey;
+	h->ssn = m->ssn;
+	h->swap_add = m->swap_add;
+	h->compare = m->compare;
+	if (m->opcode == MR_WR_SEND_IMM || m->opcode == MR_WR_WRITE_IMM) {
+		h->flags |= MR_F_IMM;
+		h->imm = m->imm;
+	} else if (m->opcode == MR_WR_SEND_INV) {
+		h->flags |= MR_F_INV;
+		h->inv_rkey = m->imm;
+	}
+	if ((m->flags & MR_WRF_SOLICITED) && mr_wr_consumes_recv(m->opcode))
+		h->flags |= MR_F_SOLICIT;
+	/* The last segment of a message asks for a prompt ACK. */
+	if (mr_wr_is_read_atomic(m->opcode) || s->offset + s->len >= m->len)
+		h->flags |= MR_F_ACKREQ;
+	return 0;
+}
+
+void mr_qp_seg_acked(struct mr_qp *qp, struct mr_seg *s, u64 now)
+{
+	if (s->kind == MR_SEG_REQ && mr_sq_live(qp, s->msn)) {
+		struct mr_msg *m = mr_sq_msg(qp, s->msn);
+
+		if (m->gen == s->gen && m->segs_out)
+			m->segs_out--;
+	}
+	mr_qp_progress(qp, now);
+}
+
+static void mr_qp_emit(struct mr_qp *qp, struct mr_msg *m, u8 status)
+{
+	struct mr_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.cookie = m->cookie;
+	cqe.opcode = m->opcode;
+	cqe.status = status;
+	cqe.byte_len = m->len;
+	qp->conn->ops->complete(qp->conn->env, qp, &cqe);
+}
+
+/* Report completed messages in order, oldest first. */
+static void mr_qp_complete(struct mr_qp *qp, u64 now)
+{
+	int any = 0;
+
+	while (qp->sq_una != qp->sq_cur) {
+		struct mr_msg *m = mr_sq_msg(qp, qp->sq_una);
+
+		if (m->state != MR_MSG_DONE)
+			break;
+		if (mr_wr_is_read_atomic(m->opcode) && qp->rd_out)
+			qp->rd_out--;
+		mr_qp_emit(qp, m, MR_WC_OK);
+		mr_stat(qp->conn, MR_ST_MSG_DONE_TX, 1);
+		m->state = MR_MSG_FREE;
+		qp->sq_una = (qp->sq_una + 1) & MR_MSN_MASK;
+		any = 1;
+	}
+	if (!any)
+		return;
+	mr_qp_progress(qp, now);
+	if (qp->sq_una == qp->sq_nxt)
+		mr_list_del(&qp->busy_node);
+	if (qp->sq_cur != qp->sq_nxt && !qp->rnr_wait)
+		mr_qp_activate(qp);
+}
+
+/*
+ * Enter the error state: flush everything the engine holds, the oldest
+ * incomplete request with @status, and tell the caller (@cause, an
+ * enum mr_wc_status) unless the caller asked for it.
+ */
+static void mr_qp_fail_cause(struct mr_qp *qp, u8 status, u8 cause, u64 now)
+{
+	struct mr_conn *c = qp->conn;
+	u8 st = status;
+
+	mr_qp_complete(qp, now);
+	while (qp->sq_una != qp->sq_nxt) {
+		struct mr_msg *m = mr_sq_msg(qp, qp->sq_una);
+
+		mr_qp_emit(qp, m, st);
+		st = MR_WC_WR_FLUSH_ERR;
+		m->state = MR_MSG_FREE;
+		qp->sq_una = (qp->sq_una + 1) & MR_MSN_MASK;
+	}
+	qp->sq_cur = qp->sq_nxt;
+	qp->rd_out = 0;
+	qp->resp_cnt = 0;
+	qp->state = MR_QP_ERR;
+	if (c) {
+		if (mr_list_linked(&qp->active_node))
+			mr_list_del(&qp->active_node);
+		if (mr_list_linked(&qp->busy_node))
+			mr_list_del(&qp->busy_node);
+		if (cause != MR_WC_OK)
+			c->ops->qp_error(c->env, qp, cause);
+	}
+}
+
+static void mr_qp_fail(struct mr_qp *qp, u8 status, u64 now)
+{
+	mr_qp_fail_cause(qp, status, status, now);
+}
+
+void mr_qp_set_error(struct mr_qp *qp, u64 now)
+{
+	if (qp->state == MR_QP_ERR)
+		return;
+	if (!qp->conn) {
+		qp->state = MR_QP_ERR;
+		return;
+	}
+	mr_qp_fail_cause(qp, MR_WC_WR_FLUSH_ERR, MR_WC_OK, now);
+}
+
+void mr_qp_detach(struct mr_qp *qp)
+{
+	struct mr_conn *c = qp->conn;
+	u32 d;
+
+	if (!c)
+		return;
+	for (d = c->dsn_una; d != c->dsn_nxt; d++) {
+		struct mr_seg *s = mr_seg_of(c, d);
+
+		if (s && s->qp == qp) {
+			s->qp = NULL;
+			s->kind = MR_SEG_NOP;
+		}
+	}
+	if (mr_list_linked(&qp->active_node))
+		mr_list_del(&qp->active_node);
+	if (mr_list_linked(&qp->busy_node))
+		mr_list_del(&qp->busy_node);
+	if (mr_list_linked(&qp->dirty_node))
+		mr_list_del(&qp->dirty_node);
+	qp->conn = NULL;
+	qp->state = MR_QP_RESET;
+}
+
+/* Responder side */
+
+static u8 mr_status_from_rx(int status)
+{
+	return status == MR_RXS_ACCESS ? MR_QPS_REM_ACCESS : MR_QPS_INV_REQ;
+}
+
+/* Record a fatal error at @msn; it is reported once older ones complete. */
+static void mr_qp_fatal(struct mr_conn *c, struct mr_qp *qp, u32 msn,
+			u8 status)
+{
+	if (qp->fatal && !mr_msn_lt(msn, qp->nak_msn))
+		return;
+	qp->fatal = 1;
+	qp->nak_msn = msn;
+	qp->nak_status = status;
+	mr_stat(c, MR_ST_NAK_TX, 1);
+	mr_conn_mark_dirty(c, qp);
+}
+
+static void mr_rq_emit(struct mr_qp *qp, struct mr_rmsg *r, u8 status)
+{
+	struct mr_cqe cqe;
+
+	if (!mr_op_consumes_recv(r->opcode, r->flags))
+		return;
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.cookie = r->cookie;
+	cqe.status = status;
+	cqe.byte_len = r->len;
+	cqe.opcode = r->opcode == MR_OP_SEND ? MR_WC_RECV :
+					       MR_WC_RECV_WRITE_IMM;
+	cqe.solicited = !!(r->flags & MR_F_SOLICIT);
+	if (r->flags & MR_F_IMM) {
+		cqe.imm = r->imm;
+		cqe.imm_valid = 1;
+	} else if (r->flags & MR_F_INV) {
+		cqe.imm = r->imm;
+		cqe.inv_valid = 1;
+	}
+	qp->conn->ops->complete(qp->conn->env, qp, &cqe);
+}
+
+static void mr_qp_fatal(struct mr_conn *c, struct mr_qp *qp, u32 msn,
+			u8 status);
+static void mr_qp_queue_resp(struct mr_qp *qp, const struct mr_rmsg *r,
+			     u64 cookie);
+
+static int mr_op_deferred(u8 opcode)
+{
+	return opcode == MR_OP_READ_REQ || opcode == MR_OP_CMP_SWAP ||
+	       opcode == MR_OP_FETCH_ADD;
+}
+
+/*
+ * READ and atomic requests run when every older message of the QP is
+ * complete, so they see the effect of earlier WRITEs and atomics, as on
+ * an in-order transport.
+ */
+static void mr_rq_execute(struct mr_conn *c, struct mr_qp *qp,
+			  struct mr_rmsg *r)
+{
+	struct mr_hdr req;
+	u64 result = 0;
+	int st;
+
+	if (qp->resp_cnt >= mr_max32(qp->attr.max_dest_rd_atomic, 1)) {
+		mr_qp_fatal(c, qp, r->msn, MR_QPS_INV_REQ);
+		return;
+	}
+	memset(&req, 0, sizeof(req));
+	req.opcode = r->opcode;
+	req.dst_qpn = qp->qpn;
+	req.src_qpn = qp->attr.dest_qpn;
+	req.msn = r->msn;
+	req.gen = r->gen;
+	req.msg_len = r->len;
+	req.raddr = r->raddr;
+	req.rkey = r->rkey;
+	req.swap_add = r->swap_add;
+	req.compare = r->compare;
+	st = c->ops->execute(c->env, qp, &req, &result);
+	if (st != MR_RXS_OK) {
+		mr_qp_fatal(c, qp, r->msn, st == MR_RXS_ACCESS ?
+			    MR_QPS_REM_ACCESS : MR_QPS_INV_REQ);
+		return;
+	}
+	mr_qp_queue_resp(qp, r, result);
+	r->state = MR_RMSG_DONE;
+}
+
+/* Complete responder messages in order. */
+static void mr_rq_advance(struct mr_conn *c, struct mr_qp *qp)
+{
+	int moved = 0;
+
+	for (;;) {
+		struct mr_rmsg *r = &qp->rq[qp->rq_msn % MR_MSG_WND];
+
+		if (qp->fatal && qp->rq_msn == qp->nak_msn)
+			break;
+		if (r->state == MR_RMSG_FREE || r->msn != qp->rq_msn)
+			break;
+		if (r->state == MR_RMSG_ACTIVE && mr_op_deferred(r->opcode))
+			mr_rq_execute(c, qp, r);
+		if (r->state != MR_RMSG_DONE)
+			break;
+		mr_rq_emit(qp, r, MR_WC_OK);
+		mr_stat(c, MR_ST_MSG_DONE_RX, 1);
+		r->state = MR_RMSG_FREE;
+		qp->rq_msn = (qp->rq_msn + 1) & MR_MSN_MASK;
+		moved = 1;
+	}
+	if (moved)
+		mr_conn_mark_dirty(c, qp);
+	if (qp->fatal && qp->rq_msn == qp->nak_msn && qp->state != MR_QP_ERR) {
+		struct mr_rmsg *r = &qp->rq[qp->rq_msn % MR_MSG_WND];
+
+		/* A receive the failed message consumed completes in error. */
+		if (r->state != MR_RMSG_FREE && r->msn == qp->rq_msn &&
+		    r->cookie)
+			mr_rq_emit(qp, r, qp->nak_status == MR_QPS_INV_REQ ?
+				   MR_WC_LOC_LEN_ERR : MR_WC_LOC_PROT_ERR);
+		mr_conn_mark_dirty(c, qp);
+		c->ack_now = 1;
+		mr_qp_fail_cause(qp, MR_WC_WR_FLUSH_ERR,
+				 qp->nak_status == MR_QPS_REM_ACCESS ?
+				 MR_WC_REM_ACCESS_ERR : MR_WC_REM_INV_REQ_ERR,
+				 qp->last_progress);
+	}
+}
+
+static void mr_rq_reset_from(struct mr_qp *qp, u32 msn)
+{
+	u32 i;
+
+	for (i = 0; i < MR_MSG_WND; i++) {
+		struct mr_rmsg *r = &qp->rq[i];
+
+		if (r->state != MR_RMSG_FREE && !mr_msn_lt(r->msn, msn))
+			r->state = MR_RMSG_FREE;
+	}
+}
+
+static void mr_qp_rx_request(struct mr_conn *c, struct mr_qp *qp,
+			     const struct mr_hdr *h, struct mr_rx *rx)
+{
+	u32 d = mr_msn_diff(h->msn, qp->rq_msn);
+	struct mr_rmsg *r;
+
+	if (d & 0x800000) {
+		mr_drop(c, rx, MR_DROP_DUP);
+		return;
+	}
+	if (d >= MR_MSG_WND) {
+		mr_drop(c, rx, MR_DROP_MSN_WINDOW);
+		return;
+	}
+	if (qp->fatal && !mr_msn_lt(h->msn, qp->nak_msn)) {
+		mr_drop(c, rx, MR_DROP_QP_STATE);
+		return;
+	}
+	if (!mr_msn_lt(h->msn, qp->gen_floor) && h->gen != qp->rq_gen) {
+		/* The requester rewound after our RNR NAK: start over. */
+		if (qp->rnr_nak && h->gen == (u8)(qp->rq_gen + 1) &&
+		    !mr_msn_lt(h->msn, qp->nak_msn)) {
+			qp->rq_gen++;
+			qp->gen_floor = qp->nak_msn;
+			qp->rnr_nak = 0;
+			mr_rq_reset_from(qp, qp->nak_msn);
+		} else {
+			mr_drop(c, rx, MR_DROP_STALE_GEN);
+			return;
+		}
+	}
+	if (qp->rnr_nak && !mr_msn_lt(h->msn, qp->nak_msn)) {
+		mr_conn_mark_dirty(c, qp);
+		mr_drop(c, rx, MR_DROP_RNR);
+		return;
+	}
+
+	r = &qp->rq[h->msn % MR_MSG_WND];
+	if (r->state == MR_RMSG_FREE || r->msn != h->msn) {
+		memset(r, 0, sizeof(*r));
+		r->msn = h->msn;
+		r->gen = h->gen;
+		r->opcode = h->opcode;
+		r->len = h->msg_len;
+		r->flags = h->flags & (MR_F_IMM | MR_F_INV | MR_F_SOLICIT);
+		r->imm = (h->flags & MR_F_INV) ? h->inv_rkey : h->imm;
+		r->state = MR_RMSG_ACTIVE;
+		if (mr_op_consumes_recv(h->opcode, h->flags)) {
+			if (c->ops->bind_recv(c->env, qp, h->ssn, &r->cookie,
+					      &r->recv_len) < 0) {
+				r->state = MR_RMSG_FREE;
+				qp->rnr_nak = 1;
+				qp->nak_msn = h->msn;
+				mr_stat(c, MR_ST_RNR_NAK_TX, 1);
+				mr_conn_mark_dirty(c, qp);
+				mr_drop(c, rx, MR_DROP_RNR);
+				return;
+			}
+			if (h->opcode == MR_OP_SEND && r->len > r->recv_len) {
+				mr_qp_fatal(c, qp, h->msn, MR_QPS_INV_REQ);
+				mr_drop(c, rx, MR_DROP_INV_REQ);
+				mr_rq_advance(c, qp);
+				return;
+			}
+		}
+		r->raddr = h->raddr;
+		r->rkey = h->rkey;
+		r->swap_add = h->swap_add;
+		r->compare = h->compare;
+	} else if (r->opcode != h->opcode || r->len != h->msg_len ||
+		   r->gen != h->gen || r->raddr != h->raddr ||
+		   r->rkey != h->rkey ||
+		   r->flags != (h->flags & (MR_F_IMM | MR_F_INV |
+					    MR_F_SOLICIT))) {
+		mr_drop(c, rx, MR_DROP_INCONSISTENT);
+		return;
+	}
+	if (r->state != MR_RMSG_ACTIVE) {
+		mr_drop(c, rx, MR_DROP_DUP);
+		return;
+	}
+
+	rx->qp = qp;
+	rx->slot = h->msn;
+	switch (h->opcode) {
+	case MR_OP_WRITE:
+		rx->action = MR_RXA_WRITE;
+		if (r->cookie) {
+			rx->cookie = r->cookie;
+			rx->recv_len = r->recv_len;
+		}
+		break;
+	case MR_OP_SEND:
+		rx->action = MR_RXA_SEND;
+		rx->cookie = r->cookie;
+		rx->recv_len = r->recv_len;
+		break;
+	default:
+		/* READ/atomic: remembered, executed in order. */
+		rx->action = MR_RXA_NONE;
+		mr_rq_advance(c, qp);
+		break;
+	}
+}
+
+static void mr_qp_rx_response(struct mr_conn *c, struct mr_qp *qp,
+			      const struct mr_hdr *h, struct mr_rx *rx)
+{
+	struct mr_msg *m;
+
+	if (qp->state != MR_QP_RTS) {
+		mr_drop(c, rx, MR_DROP_QP_STATE);
+		return;
+	}
+	if (!mr_sq_live(qp, h->msn) ||
+	    !mr_msn_lt(h->msn, qp->sq_cur)) {
+		mr_drop(c, rx, MR_DROP_MSN_WINDOW);
+		return;
+	}
+	m = mr_sq_msg(qp, h->msn);
+	if (m->gen != h->gen) {
+		mr_drop(c, rx, MR_DROP_STALE_GEN);
+		return;
+	}
+	if (m->state != MR_MSG_SENT) {
+		mr_drop(c, rx, MR_DROP_DUP);
+		return;
+	}
+	if (h->opcode == MR_OP_READ_RESP ? m->opcode != MR_WR_READ ||
+					   h->msg_len != m->len :
+					   m->opcode == MR_WR_READ ||
+					   !mr_wr_is_read_atomic(m->opcode)) {
+		mr_drop(c, rx, MR_DROP_INCONSISTENT);
+		return;
+	}
+	rx->qp = qp;
+	rx->slot = h->msn;
+	rx->cookie = m->cookie;
+	rx->action = h->opcode == MR_OP_READ_RESP ? MR_RXA_READ_RESP :
+						    MR_RXA_ATOMIC_RESP;
+}
+
+void mr_qp_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
+	      u64 now, struct mr_rx *rx)
+{
+	(void)now;
+	if (!qp) {
+		mr_drop(c, rx, MR_DROP_NO_QP);
+		return;
+	}
+	if (qp->conn != c || h->src_qpn != qp->attr.dest_qpn) {
+		mr_drop(c, rx, MR_DROP_WRONG_PEER);
+		return;
+	}
+	if (qp->state != MR_QP_RTR && qp->state != MR_QP_RTS) {
+		mr_drop(c, rx, MR_DROP_QP_STATE);
+		return;
+	}
+	if (mr_op_is_response(h->opcode))
+		mr_qp_rx_response(c, qp, h, rx);
+	else
+		mr_qp_rx_request(c, qp, h, rx);
+}
+
+static void mr_qp_queue_resp(struct mr_qp *qp, const struct mr_rmsg *m,
+			     u64 cookie)
+{
+	struct mr_resp *r;
+
+	r = &qp->resp[(qp->resp_head + qp->resp_cnt) % MR_MAX_RD_ATOMIC];
+	r->cookie = cookie;
+	r->msn = m->msn;
+	r->gen = m->gen;
+	r->opcode = m->opcode == MR_OP_READ_REQ ? MR_OP_READ_RESP :
+						  MR_OP_ATOMIC_RESP;
+	r->len = r->opcode == MR_OP_ATOMIC_RESP ? 8 : m->len;
+	r->sent = 0;
+	qp->resp_cnt++;
+	mr_qp_activate(qp);
+}
+
+void mr_qp_rx_done(struct mr_conn *c, struct mr_qp *qp,
+		   const struct mr_hdr *h, struct mr_rx *rx, int status,
+		   u64 result, u64 now)
+{
+	struct mr_rmsg *r;
+	struct mr_msg *m;
+
+	if (!qp || qp->conn != c)
+		return;
+	if (rx->action == MR_RXA_READ_RESP || rx->action == MR_RXA_ATOMIC_RESP) {
+		if (qp->state != MR_QP_RTS)
+			return;
+		m = mr_sq_msg(qp, rx->slot);
+		if (status != MR_RXS_OK) {
+			mr_qp_fail(qp, MR_WC_LOC_PROT_ERR, now);
+			return;
+		}
+		mr_stat(c, MR_ST_RX_PLACED, 1);
+		m->landed += h->plen;
+		if (rx->action == MR_RXA_ATOMIC_RESP || m->landed >= m->len)
+			m->state = MR_MSG_DONE;
+		mr_qp_progress(qp, now);
+		mr_qp_complete(qp, now);
+		return;
+	}
+
+	if (qp->state != MR_QP_RTR && qp->state != MR_QP_RTS)
+		return;
+	r = &qp->rq[rx->slot % MR_MSG_WND];
+	if (r->state != MR_RMSG_ACTIVE || r->msn != rx->slot)
+		return;
+	if (status != MR_RXS_OK) {
+		mr_qp_fatal(c, qp, rx->slot, mr_status_from_rx(status));
+		mr_rq_advance(c, qp);
+		return;
+	}
+	mr_stat(c, MR_ST_RX_PLACED, 1);
+	switch (rx->action) {
+	case MR_RXA_WRITE:
+	case MR_RXA_SEND:
+		r->landed += h->plen;
+		if (r->landed >= r->len)
+			r->state = MR_RMSG_DONE;
+		break;
+	}
+	mr_rq_advance(c, qp);
+}
+
+void mr_qp_fill_ack_block(struct mr_qp *qp, struct mr_ack_qp *aq)
+{
+	memset(aq, 0, sizeof(*aq));
+	aq->qpn = qp->attr.dest_qpn;
+	aq->gen = qp->rq_gen;
+	if (qp->fatal && qp->rq_msn == qp->nak_msn) {
+		aq->status = qp->nak_status;
+		aq->msn = qp->nak_msn;
+	} else if (qp->rnr_nak) {
+		aq->status = MR_QPS_RNR;
+		aq->msn = qp->nak_msn;
+		aq->aux = qp->rnr_timer;
+	} else {
+		aq->status = MR_QPS_OK;
+		aq->msn = qp->rq_msn;
+	}
+}
+
+/* IB's RNR timer encoding (5 bits) to nanoseconds. */
+static u64 mr_rnr_ns(u32 code)
+{
+	static const u32 us[32] = {
+		655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480,
+		640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360,
+		20480, 30720, 40960, 61440, 81920, 122880, 163840, 245760,
+		327680, 491520
+	};
+
+	return (u64)us[code & 31] * 1000;
+}
+
+static void mr_qp_rewind(struct mr_qp *qp, u64 now)
+{
+	u32 msn;
+
+	qp->gen++;
+	for (msn = qp->rnr_msn; msn != qp->sq_nxt;
+	     msn = (msn + 1) & MR_MSN_MASK) {
+		struct mr_msg *m = mr_sq_msg(qp, msn);
+
+		if (m->state == MR_MSG_DONE)
+			continue;
+		if (m->state != MR_MSG_QUEUED && mr_wr_is_read_atomic(m->opcode) &&
+		    qp->rd_out)
+			qp->rd_out--;
+		m->state = MR_MSG_QUEUED;
+		m->sent = 0;
+		m->landed = 0;
+		m->segs_out = 0;
+		m->gen = qp->gen;
+	}
+	qp->sq_cur = qp->rnr_msn;
+	qp->rnr_wait = 0;
+	qp->last_progress = now;
+	mr_qp_activate(qp);
+}
+
+void mr_qp_on_ack_block(struct mr_qp *qp, const struct mr_ack_qp *aq, u64 now)
+{
+	u32 span, d, msn;
+
+	if (qp->state != MR_QP_RTS)
+		return;
+	span = mr_msn_diff(qp->sq_cur, qp->sq_una);
+	d = mr_msn_diff(aq->msn, qp->sq_una);
+	switch (aq->status) {
+	case MR_QPS_OK:
+		if (!d || d > span)
+			return;
+		for (msn = qp->sq_una; msn != aq->msn;
+		     msn = (msn + 1) & MR_MSN_MASK) {
+			struct mr_msg *m = mr_sq_msg(qp, msn);
+
+			if (!mr_wr_is_read_atomic(m->opcode) &&
+			    m->state == MR_MSG_SENT)
+				m->state = MR_MSG_DONE;
+		}
+		mr_qp_complete(qp, now);
+		return;
+	case MR_QPS_RNR:
+		if (aq->gen != qp->gen || d >= span || qp->rnr_wait)
+			return;
+		mr_stat(qp->conn, MR_ST_RNR_NAK_RX, 1);
+		if (qp->attr.rnr_retry != 7) {
+			if (!qp->rnr_left) {
+				mr_qp_fail(qp, MR_WC_RNR_RETRY_EXC_ERR, now);
+				return;
+			}
+			qp->rnr_left--;
+		}
+		qp->rnr_wait = 1;
+		qp->rnr_msn = aq->msn;
+		qp->rnr_until = now + mr_rnr_ns(aq->aux);
+		if (mr_list_linked(&qp->active_node))
+			mr_list_del(&qp->active_node);
+		return;
+	default:
+		if (d > span)
+			return;
+		mr_stat(qp->conn, MR_ST_NAK_RX, 1);
+		for (msn = qp->sq_una; msn != aq->msn;
+		     msn = (msn + 1) & MR_MSN_MASK) {
+			struct mr_msg *m = mr_sq_msg(qp, msn);
+
+			if (!mr_wr_is_read_atomic(m->opcode) &&
+			    m->state == MR_MSG_SENT)
+				m->state = MR_MSG_DONE;
+		}
+		mr_qp_fail(qp, aq->status == MR_QPS_REM_ACCESS ?
+			   MR_WC_REM_ACCESS_ERR : aq->status == MR_QPS_REM_OP ?
+			   MR_WC_REM_OP_ERR : MR_WC_REM_INV_REQ_ERR, now);
+		return;
+	}
+}
+
+static void mr_qp_send_ackreq(struct mr_conn *c, struct mr_qp *qp, u64 now)
+{
+	struct mr_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_ACK_REQ;
+	h.dst_qpn = qp->attr.dest_qpn;
+	h.src_qpn = qp->qpn;
+	if (!mr_conn_send_ctrl(c, &h, -1, now))
+		mr_stat(c, MR_ST_TX_ACKREQ, 1);
+}
+
+void mr_qp_sweep(struct mr_conn *c, u64 now)
+{
+	struct mr_list *n = c->busy.next;
+
+	if (now < c->next_sweep)
+		return;
+	c->next_sweep = now + c->cfg.msg_ack_ns / 2;
+	while (n != &c->busy) {
+		struct mr_qp *qp = mr_container_of(n, struct mr_qp, busy_node);
+		u64 idle = now - qp->last_progress;
+		struct mr_msg *m;
+
+		n = n->next;
+		if (qp->rnr_wait && now >= qp->rnr_until) {
+			mr_qp_rewind(qp, now);
+			continue;
+		}
+		if (idle < c->cfg.msg_ack_ns)
+			break;
+		if (qp->state != MR_QP_RTS)
+			continue;
+		if (qp->attr.timeout_ns &&
+		    idle >= ((u64)qp->attr.retry_cnt + 1) * qp->attr.timeout_ns) {
+			mr_qp_fail(qp, MR_WC_RETRY_EXC_ERR, now);
+			continue;
+		}
+		m = mr_sq_msg(qp, qp->sq_una);
+		if (qp->sq_una != qp->sq_cur && m->state == MR_MSG_SENT &&
+		    !mr_wr_is_read_atomic(m->opcode) && !m->segs_out &&
+		    now >= qp->next_ackreq) {
+			qp->next_ackreq = now + c->cfg.msg_ack_ns;
+			mr_qp_send_ackreq(c, qp, now);
+		}
+	}
+}
+
+u64 mr_qp_next_timer(const struct mr_conn *c)
+{
+	const struct mr_qp *qp;
+
+	if (mr_list_empty(&c->busy))
+		return MR_U64_MAX;
+	qp = mr_container_of(c->busy.next, struct mr_qp, busy_node);
+	if (qp->rnr_wait)
+		return mr_max64(c->next_sweep, qp->rnr_until);
+	return mr_max64(c->next_sweep, qp->last_progress + c->cfg.msg_ack_ns);
+}
+
+int mr_qp_has_tx(const struct mr_qp *qp, u64 now)
+{
+	(void)now;
+	return qp->resp_cnt || (qp->state == MR_QP_RTS && !qp->rnr_wait &&
+				qp->sq_cur != qp->sq_nxt);
+}

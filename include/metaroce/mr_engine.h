@@ -1,0 +1,540 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * MetaRoCE transport engine API.
+ *
+ * The engine is a set of state machines with no allocation, locking, clock
+ * or I/O of its own: the caller (the kernel glue, the simulator, a unit test)
+ * owns the memory of every object, passes the current time (ns) into every
+ * call, and receives packets to send, completions and errors through
+ * struct mr_env_ops callbacks. All calls on one connection, and on the QPs
+ * attached to it, must be serialized by the caller (one lock per connection).
+ *
+ * Objects:
+ *  - struct mr_conn: one per (local device, remote address). Its send half
+ *    owns the paths (UDP source ports), the segment table of data in flight,
+ *    congestion control and pacing; its receive half tracks the peer's paths
+ *    (SACK state), the data window and ACK coalescing.
+ *  - struct mr_qp: the verbs-visible ordered message streams of one RC QP
+ *    (requester and responder). Many QPs share one connection.
+ */
+#ifndef METAROCE_MR_ENGINE_H
+#define METAROCE_MR_ENGINE_H
+
+#include "mr_wire.h"
+
+#define MR_MAX_RD_ATOMIC	16	/* outstanding READ/atomic per QP */
+#define MR_WEIGHT_ONE		1024
+#define MR_DSN_NONE		0xffffffffu	/* path slot carries a probe */
+
+struct mr_conn;
+struct mr_qp;
+
+/* Intrusive doubly linked list. */
+struct mr_list {
+	struct mr_list *next, *prev;
+};
+
+/* Per-connection tunables; see Documentation/protocol.rst. */
+struct mr_conn_cfg {
+	u32 npaths;		/* paths (UDP source ports), 1..MR_MAX_PATHS */
+	u32 seg_wnd;		/* segment table entries, power of 2 */
+	u32 mtu;		/* largest payload per packet (QPs may use less) */
+	u32 init_window;	/* bytes in flight before any feedback */
+	u32 min_window;		/* bytes; floor of the connection window */
+	u32 max_window;		/* bytes; ceiling of the connection window */
+	u32 ai_bytes;		/* additive increase per round trip, bytes */
+	u32 ecn_shift;		/* ECN fraction EWMA gain is 1/2^ecn_shift */
+	u32 rto_min_ns;
+	u32 rto_max_ns;
+	u32 rto_init_ns;	/* before the first RTT sample */
+	u32 ack_delay_ns;	/* longest an ACK may be held back */
+	u32 ack_every;		/* ACK at least every this many packets */
+	u32 reorder_thresh;	/* later packets SACKed before a hole is lost */
+	u32 dead_after;		/* consecutive path timeouts: path is dead */
+	u32 probe_ns;		/* dead-path probe interval */
+	u32 msg_ack_ns;		/* wait for a message ACK before ACK_REQ */
+	u32 epoch_quiet_ns;	/* quiet time before a new peer epoch is taken */
+	u32 repick_alpha;	/* ECN fraction (/1024) that moves a path's port */
+	u32 pacing;		/* pace at the receiver's hint rate */
+	u32 pace_burst;		/* bytes a paced sender may send back to back */
+	u16 sport_min;		/* UDP source port range of the paths */
+	u16 sport_max;
+};
+
+/* Path states, as reported in telemetry. */
+enum mr_path_state {
+	MR_PATH_GOOD = 0,
+	MR_PATH_CONGESTED,	/* ECN fraction above the repick threshold/2 */
+	MR_PATH_DEAD,		/* carries only probes */
+};
+
+/* Send half of one path. */
+struct mr_path {
+	u32 una;		/* oldest psn that may be outstanding */
+	u32 nxt;		/* next psn to send */
+	u32 sack_hi;		/* highest psn known received, +1 */
+	u32 inflight;		/* bytes outstanding */
+	u32 cwnd;		/* bytes: this path's share of the window */
+	u32 srtt;		/* ns, 0 until the first sample */
+	u32 rttvar;
+	u32 min_rtt;
+	u64 last_progress;	/* last ACK progress (or first send) */
+	u64 next_probe;
+	u64 last_cut;		/* last ECN weight reduction */
+	u16 sport;
+	u16 weight;		/* 0..MR_WEIGHT_ONE */
+	u16 alpha;		/* ECN fraction EWMA, 0..1024 */
+	u16 ce_seen;		/* receiver's counters at the last ACK */
+	u16 rx_seen;
+	u8 state;		/* enum mr_path_state */
+	u8 timeouts;		/* consecutive RTOs */
+	u8 echo_valid;		/* ce_seen/rx_seen are initialised */
+	u8 hot;			/* rounds above the repick threshold */
+	u32 dsn[MR_PATH_WND];	/* slot psn % MR_PATH_WND: DSN sent there */
+	u16 len[MR_PATH_WND];	/* and its wire length */
+	u32 out[MR_PATH_WND / 32];	/* slot outstanding */
+	/* telemetry */
+	u64 tx_pkts;
+	u64 tx_bytes;
+	u64 retx;
+	u64 lost;
+	u64 ce;
+	u64 timeouts_total;
+	u64 repicks;
+	u64 probes;
+};
+
+/* Receive half of one of the peer's paths. */
+struct mr_rpath {
+	u32 base;		/* every psn before base received/abandoned */
+	u32 bitmap[MR_PATH_WND / 32];	/* bit i: psn base + i received */
+	u32 tsval;		/* newest tsval seen */
+	u16 ce_cnt;
+	u16 rx_cnt;
+	u8 active;
+	u8 dirty;		/* changed since the last ACK */
+};
+
+enum mr_seg_kind {
+	MR_SEG_REQ = 1,		/* a requester message segment */
+	MR_SEG_RESP,		/* READ response data */
+	MR_SEG_ARESP,		/* atomic response; cookie = original value */
+	MR_SEG_NOP,		/* abandoned: carries only its DSN */
+};
+
+enum mr_seg_state {
+	MR_SEGS_FREE = 0,
+	MR_SEGS_QUEUED,		/* waiting for (re)transmission */
+	MR_SEGS_INFLIGHT,
+};
+
+/* One data segment in flight (indexed by dsn & seg_mask). */
+struct mr_seg {
+	struct mr_qp *qp;
+	u64 cookie;
+	u32 dsn;
+	u32 msn;
+	u32 offset;
+	u32 len;		/* payload bytes */
+	u32 total;		/* message length (responses) */
+	u32 psn;		/* latest transmission */
+	u8 path;
+	u8 kind;
+	u8 state;
+	u8 gen;
+	u8 ntx;
+	u8 opcode;
+};
+
+/* Counters of a connection (summed by the caller into device counters). */
+enum mr_stat {
+	MR_ST_TX_PKTS,
+	MR_ST_TX_BYTES,
+	MR_ST_RX_PKTS,
+	MR_ST_RX_BYTES,
+	MR_ST_TX_DATA,		/* data segments, first transmissions */
+	MR_ST_RETX_SACK,	/* retransmits after a SACK gap */
+	MR_ST_RETX_RTO,		/* retransmits after a path timeout */
+	MR_ST_TX_ACKS,
+	MR_ST_RX_ACKS,
+	MR_ST_TX_NOPS,
+	MR_ST_TX_PROBES,
+	MR_ST_TX_ACKREQ,
+	MR_ST_RX_CE,		/* CE-marked packets received */
+	MR_ST_ECN_ECHO,		/* CE marks reported back to us */
+	MR_ST_PATH_DEAD,
+	MR_ST_PATH_REVIVED,
+	MR_ST_PATH_REPICK,
+	MR_ST_RNR_NAK_TX,
+	MR_ST_RNR_NAK_RX,
+	MR_ST_NAK_TX,
+	MR_ST_NAK_RX,
+	MR_ST_RX_PLACED,	/* data segments placed */
+	MR_ST_MSG_DONE_TX,	/* requester messages completed */
+	MR_ST_MSG_DONE_RX,	/* responder messages completed */
+	MR_ST_MAX
+};
+
+/* A packet for the caller to send. */
+enum mr_tx_kind {
+	MR_TX_CTRL = 0,		/* header only */
+	MR_TX_REQ,		/* payload: requester message @cookie+offset */
+	MR_TX_RESP,		/* payload: READ source @cookie+offset */
+};
+
+struct mr_txpkt {
+	const u8 *hdr;
+	u32 hlen;
+	u32 plen;
+	u32 offset;
+	u64 cookie;
+	struct mr_qp *qp;
+	u16 sport;		/* UDP source port (the path) */
+	u8 kind;		/* enum mr_tx_kind */
+	u8 path;
+};
+
+/* Work request opcodes (requester) and completion opcodes. */
+enum mr_wr_opcode {
+	MR_WR_SEND = 1,
+	MR_WR_SEND_IMM,
+	MR_WR_SEND_INV,
+	MR_WR_WRITE,
+	MR_WR_WRITE_IMM,
+	MR_WR_READ,
+	MR_WR_CMP_SWAP,
+	MR_WR_FETCH_ADD,
+	/* responder completions */
+	MR_WC_RECV,
+	MR_WC_RECV_WRITE_IMM,
+};
+
+enum mr_wr_flags {
+	MR_WRF_FENCE = 0x01,
+	MR_WRF_SOLICITED = 0x02,
+};
+
+struct mr_wr {
+	u64 cookie;		/* caller's handle of the work request */
+	u64 raddr;
+	u64 swap_add;
+	u64 compare;
+	u32 len;
+	u32 rkey;
+	u32 imm;		/* immediate data, or rkey to invalidate */
+	u8 opcode;		/* enum mr_wr_opcode */
+	u8 flags;		/* enum mr_wr_flags */
+};
+
+enum mr_wc_status {
+	MR_WC_OK = 0,
+	MR_WC_LOC_LEN_ERR,
+	MR_WC_REM_ACCESS_ERR,
+	MR_WC_REM_INV_REQ_ERR,
+	MR_WC_REM_OP_ERR,
+	MR_WC_RETRY_EXC_ERR,
+	MR_WC_RNR_RETRY_EXC_ERR,
+	MR_WC_WR_FLUSH_ERR,
+	MR_WC_LOC_PROT_ERR,
+	MR_WC_LOC_QP_OP_ERR,
+};
+
+struct mr_cqe {
+	u64 cookie;		/* work request or receive cookie */
+	u32 byte_len;
+	u32 imm;		/* immediate data or invalidated rkey */
+	u8 opcode;		/* enum mr_wr_opcode */
+	u8 status;		/* enum mr_wc_status */
+	u8 imm_valid;
+	u8 inv_valid;
+	u8 solicited;
+};
+
+/* What the caller must do with a received packet (mr_conn_rx()). */
+enum mr_rx_action {
+	MR_RXA_NONE = 0,	/* consumed by the engine */
+	MR_RXA_DROP,		/* dropped: rx->reason says why */
+	MR_RXA_WRITE,		/* check rkey/REMOTE_WRITE, copy payload */
+	MR_RXA_SEND,		/* copy payload into receive rx->cookie */
+	MR_RXA_READ_RESP,	/* copy payload into READ WQE rx->cookie */
+	MR_RXA_ATOMIC_RESP,	/* store h->orig into atomic WQE rx->cookie */
+};
+
+/* Result codes for mr_conn_rx_done(). */
+enum mr_rx_status {
+	MR_RXS_OK = 0,
+	MR_RXS_ACCESS,		/* bad key, rights or bounds */
+	MR_RXS_LENGTH,		/* receive buffer too small */
+	MR_RXS_INVALID,		/* request cannot be served */
+	MR_RXS_LOCAL,		/* requester-side placement failed */
+};
+
+struct mr_rx {
+	u8 action;		/* enum mr_rx_action */
+	u8 reason;		/* enum mr_drop_reason for MR_RXA_DROP */
+	struct mr_qp *qp;
+	u64 cookie;
+	u32 recv_len;		/* SEND: length of the receive buffer */
+	/* engine private */
+	u32 slot;
+};
+
+struct mr_env_ops {
+	/* Send one packet; returns 0, or <0 if it could not be queued. */
+	int (*xmit)(void *env, struct mr_conn *c, const struct mr_txpkt *pkt);
+	/* A work request or receive completed (in verbs order per QP). */
+	void (*complete)(void *env, struct mr_qp *qp, const struct mr_cqe *cqe);
+	/* The QP entered the error state; @status is the cause. */
+	void (*qp_error)(void *env, struct mr_qp *qp, int status);
+	/* Responder: the receive buffer matched by @ssn, or <0 if none. */
+	int (*bind_recv)(void *env, struct mr_qp *qp, u32 ssn, u64 *cookie,
+			 u32 *len);
+	/*
+	 * Responder: execute a READ or atomic request (@req: opcode, raddr,
+	 * rkey, msg_len, swap_add, compare) now that every older message of
+	 * the QP is complete. READ: check the rkey, REMOTE_READ and bounds,
+	 * *result = a handle for the source that MR_TX_RESP packets name.
+	 * Atomic: check and execute, *result = the original value. Returns
+	 * enum mr_rx_status.
+	 */
+	int (*execute)(void *env, struct mr_qp *qp, const struct mr_hdr *req,
+		       u64 *result);
+	/* QP @qpn of this connection, for ACK QP blocks; NULL if none. */
+	struct mr_qp *(*lookup_qp)(void *env, struct mr_conn *c, u32 qpn);
+};
+
+/* Requester message slot (one work request). */
+struct mr_msg {
+	u64 cookie;
+	u64 raddr;
+	u64 swap_add;
+	u64 compare;
+	u32 len;
+	u32 rkey;
+	u32 imm;
+	u32 ssn;
+	u32 sent;		/* bytes segmented */
+	u32 landed;		/* response bytes placed */
+	u32 segs_out;		/* segments not yet acknowledged */
+	u8 opcode;		/* enum mr_wr_opcode */
+	u8 flags;
+	u8 state;		/* enum mr_msg_state */
+	u8 gen;
+};
+
+/* Responder message tracker slot. */
+struct mr_rmsg {
+	u64 cookie;		/* bound receive buffer */
+	u64 raddr;		/* READ/atomic request, executed in order */
+	u64 swap_add;
+	u64 compare;
+	u32 rkey;
+	u32 msn;
+	u32 len;
+	u32 landed;
+	u32 imm;
+	u32 recv_len;
+	u8 opcode;		/* wire opcode */
+	u8 gen;
+	u8 state;
+	u8 flags;		/* wire flags of the message */
+};
+
+/* Queued READ response or atomic response. */
+struct mr_resp {
+	u64 cookie;
+	u32 msn;
+	u32 len;
+	u32 sent;
+	u8 gen;
+	u8 opcode;		/* MR_OP_READ_RESP or MR_OP_ATOMIC_RESP */
+};
+
+enum mr_qp_state {
+	MR_QP_RESET = 0,
+	MR_QP_RTR,		/* responder active */
+	MR_QP_RTS,		/* requester and responder active */
+	MR_QP_ERR,
+};
+
+/* Connection-time attributes of an RC QP (from modify_qp). */
+struct mr_qp_attr {
+	u32 dest_qpn;
+	u32 sq_psn;		/* first message number we send */
+	u32 rq_psn;		/* first message number we expect */
+	u32 mtu;		/* path MTU, bytes */
+	u64 timeout_ns;		/* local ACK timeout; 0 = infinite */
+	u8 min_rnr_timer;	/* IB RNR timer code we send in RNR NAKs */
+	u8 retry_cnt;
+	u8 rnr_retry;		/* 7 = infinite */
+	u8 max_rd_atomic;
+	u8 max_dest_rd_atomic;
+};
+
+struct mr_qp {
+	struct mr_conn *conn;
+	struct mr_list active_node;	/* conn->active: has data to send */
+	struct mr_list busy_node;	/* conn->busy: LRU by progress */
+	struct mr_list dirty_node;	/* conn->dirty: state for an ACK */
+	u32 qpn;
+	u8 state;		/* enum mr_qp_state */
+	struct mr_qp_attr attr;
+
+	/* requester */
+	u32 sq_una;		/* oldest message not completed */
+	u32 sq_cur;		/* message being segmented */
+	u32 sq_nxt;		/* next message number to post */
+	u32 ssn_nxt;		/* next receive-consuming message number */
+	u8 gen;
+	u8 rd_out;		/* READ/atomic not yet complete */
+	u8 rnr_left;
+	u8 rnr_wait;
+	u32 rnr_msn;		/* first message to resend after RNR */
+	u64 rnr_until;
+	u64 last_progress;
+	u64 next_ackreq;
+	struct mr_msg sq[MR_MSG_WND];
+
+	/* responder */
+	u32 rq_msn;		/* oldest message not complete */
+	u32 gen_floor;		/* messages >= this need rq_gen */
+	u8 rq_gen;
+	u8 rnr_nak;		/* refusing messages >= nak_msn (RNR) */
+	u8 fatal;		/* fatal NAK pending at nak_msn */
+	u8 nak_status;		/* enum mr_qp_status */
+	u32 nak_msn;
+	u32 rnr_timer;		/* code sent in RNR NAKs */
+	u8 resp_head;
+	u8 resp_cnt;
+	struct mr_resp resp[MR_MAX_RD_ATOMIC];
+	struct mr_rmsg rq[MR_MSG_WND];
+};
+
+struct mr_conn {
+	struct mr_conn_cfg cfg;
+	const struct mr_env_ops *ops;
+	void *env;
+	u64 rng;
+
+	/* send half */
+	u32 epoch;
+	u8 syn;			/* our epoch not acknowledged yet */
+	u8 slow_start;
+	u8 npaths;
+	u8 ack_rr;
+	u32 dsn_nxt;
+	u32 dsn_una;
+	u32 seg_mask;
+	struct mr_seg *segs;
+	u32 rtx_cnt;		/* segments waiting for retransmission */
+	u32 rtx_scan;		/* no queued segment has a lower DSN */
+	u32 wnd;		/* connection window, bytes */
+	u32 inflight;		/* bytes, all paths */
+	u32 alpha;		/* connection ECN fraction EWMA, /1024 */
+	u32 rate_hint;		/* peer's fair share for us, Mbit/s; 0 none */
+	u32 round_target;
+	u32 round_acked;
+	u32 round_pkts;
+	u32 round_ce;
+	u64 next_tx;		/* pacing: earliest next send */
+	u64 next_sweep;
+	u64 idle_since;
+	struct mr_list active;
+	struct mr_list busy;
+	struct mr_path path[MR_MAX_PATHS];
+
+	/* receive half */
+	u32 rx_epoch;		/* 0 until the peer's first SYN */
+	u32 dsn_cum;
+	u32 dsn_bits[MR_DSN_WND / 32];
+	u64 rx_last;
+	u32 ack_pending;	/* packets not yet acknowledged */
+	u8 ack_now;
+	u64 ack_deadline;
+	u32 hint_out;		/* fair share granted to the peer, Mbit/s */
+	u64 rx_meter_bytes;	/* bytes since mr_conn_rx_rate() */
+	u64 rx_meter_ce;
+	u64 rx_meter_pkts;
+	u64 rx_meter_start;
+	struct mr_list dirty;
+	struct mr_rpath rpath[MR_MAX_PATHS];
+
+	u64 stats[MR_ST_MAX];
+	u64 drops[MR_DROP_NR_REASONS];
+};
+
+/* Connection */
+void mr_conn_cfg_default(struct mr_conn_cfg *cfg);
+int mr_conn_cfg_check(const struct mr_conn_cfg *cfg);
+/*
+ * @segs: cfg->seg_wnd entries owned by the caller. @epoch: random, non-zero,
+ * fresh for every connection object. @seed: randomness for path ports.
+ */
+int mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg,
+		 struct mr_seg *segs, const struct mr_env_ops *ops, void *env,
+		 u32 epoch, u64 seed, u64 now);
+/* Apply new tunables to a live connection (npaths/seg_wnd excluded). */
+int mr_conn_reconfigure(struct mr_conn *c, const struct mr_conn_cfg *cfg);
+/* Send what windows and pacing allow; at most @budget packets. */
+int mr_conn_tx(struct mr_conn *c, u64 now, int budget);
+/* Has data waiting that only a window opening or a timer will release. */
+int mr_conn_tx_pending(const struct mr_conn *c);
+/*
+ * Process a decoded packet from this connection's peer. @qp is the
+ * destination QP looked up by the caller (NULL if none); @ack the ACK blocks
+ * for an ACK; @ce whether the IP header carried Congestion Experienced.
+ * Returns the action in @rx; every action other than NONE and DROP must be
+ * followed by mr_conn_rx_done().
+ */
+void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
+		const struct mr_ack *ack, int ce, u64 now, struct mr_rx *rx);
+/* Finish a packet: @status enum mr_rx_status, @result per action. */
+void mr_conn_rx_done(struct mr_conn *c, const struct mr_hdr *h,
+		     struct mr_rx *rx, int status, u64 result, u64 now);
+/* After a batch of received packets: send the ACKs that are due. */
+void mr_conn_rx_flush(struct mr_conn *c, u64 now);
+/* Earliest time mr_conn_timer() has work, or MR_U64_MAX. */
+u64 mr_conn_next_timer(const struct mr_conn *c);
+void mr_conn_timer(struct mr_conn *c, u64 now);
+/* Nothing in flight, nothing queued, no QP attached. */
+int mr_conn_idle(const struct mr_conn *c);
+/* Receive-side arrival rate since the previous call (Mbit/s). */
+u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille);
+static inline void mr_conn_set_hint(struct mr_conn *c, u32 mbps)
+{
+	c->hint_out = mbps;
+}
+
+/* QP */
+void mr_qp_init(struct mr_qp *qp, u32 qpn);
+/* RTR (responder) and RTS (requester) transitions. */
+int mr_qp_connect(struct mr_qp *qp, struct mr_conn *c,
+		  const struct mr_qp_attr *attr, u64 now);
+/* Requester attributes (sq_psn, timeout, retries, max_rd_atomic). */
+int mr_qp_rts(struct mr_qp *qp, const struct mr_qp_attr *attr, u64 now);
+/* Queue a work request; -1 if the message window is full. */
+int mr_qp_post(struct mr_qp *qp, const struct mr_wr *wr, u64 now);
+int mr_qp_can_post(const struct mr_qp *qp);
+/* Move to the error state: in-flight requests complete with FLUSH_ERR. */
+void mr_qp_set_error(struct mr_qp *qp, u64 now);
+/* Detach from the connection (before destroy/reset); idempotent. */
+void mr_qp_detach(struct mr_qp *qp);
+
+/* Receiver fair share (max-min water filling). */
+void mr_fairshare(u32 capacity, const u32 *demand, u32 n, u32 *share);
+
+struct mr_fs_dev {
+	u32 capacity;		/* configured receive capacity, Mbit/s */
+	u32 estimate;		/* current capacity estimate, Mbit/s */
+	u32 ce_thresh;		/* CE permille that means congestion */
+};
+
+void mr_fs_init(struct mr_fs_dev *d, u32 capacity_mbps);
+/*
+ * Recompute the hints of @n connections of one device. @demand and @share
+ * are caller-provided scratch arrays of @n entries.
+ */
+void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
+	       u32 *demand, u32 *share, u64 now);
+
+#endif /* METAROCE_MR_ENGINE_H */

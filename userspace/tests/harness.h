@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A two-host network in one process for engine tests: real engine
+ * instances, a link per direction with delay, loss, duplication and
+ * reordering, host memory with one registered region per host, and a
+ * clock driven by the events.
+ */
+#ifndef MR_TEST_HARNESS_H
+#define MR_TEST_HARNESS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <metaroce/mr_engine.h>
+
+#define H_MAX_QPS	8
+#define H_MAX_WR	4096
+#define H_MAX_RECV	4096
+#define H_MAX_CQE	65536
+#define H_SEGS		1024
+
+struct h_wr {
+	u64 laddr;		/* local buffer (host memory offset) */
+	struct mr_wr wr;
+	int done;
+	struct mr_cqe cqe;
+};
+
+struct h_recv {
+	u64 addr;
+	u32 len;
+	int used;
+};
+
+struct h_host;
+
+struct h_qp {
+	struct mr_qp qp;
+	struct h_host *host;
+	struct h_recv recv[H_MAX_RECV];
+	u32 nrecv;
+};
+
+struct h_link {
+	u32 loss_ppm;		/* random loss, parts per million */
+	u32 dup_ppm;
+	u32 reorder_ppm;	/* extra delay of reorder_ns for this share */
+	u64 delay_ns;
+	u64 reorder_ns;
+	u64 rate_bps;		/* 0: infinite */
+	u64 busy_until;
+	int down;		/* drop everything */
+	int ce_ppm;		/* mark CE on this share */
+	u64 sent, dropped;
+};
+
+struct h_host {
+	int id;
+	struct h_net *net;
+	struct mr_conn conn;
+	struct mr_seg segs[H_SEGS];
+	struct h_qp qps[H_MAX_QPS];
+	u32 nqps;
+	u8 *mem;
+	u64 memlen;
+	u32 rkey;
+	struct h_wr wrs[H_MAX_WR];
+	u32 nwr;
+	struct mr_cqe cqes[H_MAX_CQE];
+	u32 ncqe;
+	int qp_errors;
+	u64 drops[MR_DROP_NR_REASONS];
+	u64 decode_drops;
+};
+
+struct h_pkt {
+	u64 at;
+	u64 seq;
+	int dst;
+	int ce;
+	u32 len;
+	struct h_pkt *next;
+	u8 data[];
+};
+
+struct h_net {
+	u64 now;
+	u64 rng;
+	u64 seq;
+	struct h_host host[2];
+	struct h_link link[2];	/* link[i]: from host i to host 1-i */
+	struct h_pkt *q;	/* sorted by (at, seq) */
+	u64 delivered;
+	int trace;
+};
+
+extern const struct mr_env_ops h_ops;
+
+/* Create two hosts with @memlen bytes each; @cfg may be NULL (defaults). */
+struct h_net *h_net_new(const struct mr_conn_cfg *cfg, u64 memlen, u64 seed,
+			u32 epoch_a, u32 epoch_b);
+void h_net_free(struct h_net *n);
+/* Connect QP pair index @i on both hosts (RTR+RTS). */
+void h_connect(struct h_net *n, u32 i, u32 psn_a, u32 psn_b);
+/* Post a work request on host @h QP @i; returns the h_wr index or -1. */
+int h_post(struct h_net *n, int h, u32 i, u8 op, u64 laddr, u32 len,
+	   u64 raddr, u32 imm);
+int h_post_atomic(struct h_net *n, int h, u32 i, u8 op, u64 laddr,
+		  u64 raddr, u64 swap_add, u64 compare);
+void h_post_recv(struct h_net *n, int h, u32 i, u64 addr, u32 len);
+/* Run until all work requests completed or @deadline_ns of simulated time. */
+int h_run(struct h_net *n, u64 deadline_ns);
+/* Run for @ns of simulated time. */
+void h_run_for(struct h_net *n, u64 ns);
+int h_all_done(struct h_net *n);
+u64 h_rand(struct h_net *n);
+
+#endif /* MR_TEST_HARNESS_H */
