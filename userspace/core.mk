@@ -18,9 +18,14 @@ TEST_SRC := $(wildcard $(CURDIR)/tests/test_*.c)
 TEST_BIN := $(patsubst $(CURDIR)/tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_LIB_SRC := $(filter-out $(TEST_SRC),$(wildcard $(CURDIR)/tests/*.c))
 
-.PHONY: all check sim
+.PHONY: all check check-unit sim sim-smoke fuzz-smoke
 
 all: $(CORE_LIB) $(TEST_BIN)
+
+# The fuzzer (fuzz/fuzz.mk: fuzz-smoke) and the simulator (sim/sim.mk: sim,
+# sim-smoke) add their own rules.
+-include $(CURDIR)/fuzz/fuzz.mk
+-include $(CURDIR)/sim/sim.mk
 
 $(BUILD)/core/%.o: $(TOP)/drivers/metaroce/core/%.c
 	@mkdir -p $(dir $@)
@@ -34,7 +39,10 @@ $(BUILD)/tests/%: $(CURDIR)/tests/%.c $(TEST_LIB_SRC) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(CURDIR)/tests -o $@ $< $(TEST_LIB_SRC) $(CORE_LIB) -lm
 
-check: all
+check-unit: all
 	@fail=0; for t in $(TEST_BIN); do echo "# $$(basename $$t)"; $$t || fail=1; done; exit $$fail
+
+# make check-core: unit tests, a bounded fuzz run and a simulator smoke test.
+check: check-unit fuzz-smoke sim-smoke
 
 -include $(CORE_OBJ:.o=.d)
