@@ -138,6 +138,7 @@ struct mr_seg {
 	u32 len;		/* payload bytes */
 	u32 total;		/* message length (responses) */
 	u32 psn;		/* latest transmission */
+	u32 key;		/* READ response: the source rkey */
 	u8 path;
 	u8 kind;
 	u8 state;
@@ -179,7 +180,13 @@ enum mr_stat {
 enum mr_tx_kind {
 	MR_TX_CTRL = 0,		/* header only */
 	MR_TX_REQ,		/* payload: requester message @cookie+offset */
-	MR_TX_RESP,		/* payload: READ source @cookie+offset */
+	MR_TX_RESP,		/* payload: READ source (@key, @cookie)+offset */
+};
+
+/* xmit() results other than 0 */
+enum {
+	MR_XMIT_BUSY = -1,	/* no buffer now: retry later */
+	MR_XMIT_GONE = -2,	/* the payload's source is gone for good */
 };
 
 struct mr_txpkt {
@@ -187,7 +194,8 @@ struct mr_txpkt {
 	u32 hlen;
 	u32 plen;
 	u32 offset;
-	u64 cookie;
+	u32 key;		/* MR_TX_RESP: rkey of the source */
+	u64 cookie;		/* REQ: work request; RESP: source address */
 	struct mr_qp *qp;
 	u16 sport;		/* UDP source port (the path) */
 	u8 kind;		/* enum mr_tx_kind */
@@ -204,6 +212,7 @@ enum mr_wr_opcode {
 	MR_WR_READ,
 	MR_WR_CMP_SWAP,
 	MR_WR_FETCH_ADD,
+	MR_WR_LOCAL,		/* no wire effect; completes in order */
 	/* responder completions */
 	MR_WC_RECV,
 	MR_WC_RECV_WRITE_IMM,
@@ -280,7 +289,12 @@ struct mr_rx {
 };
 
 struct mr_env_ops {
-	/* Send one packet; returns 0, or <0 if it could not be queued. */
+	/*
+	 * Send one packet; returns 0, MR_XMIT_BUSY if it could not be queued
+	 * now, or MR_XMIT_GONE if the payload's memory is no longer valid (the
+	 * segment is then abandoned and, for a request, the QP fails with a
+	 * local protection error).
+	 */
 	int (*xmit)(void *env, struct mr_conn *c, const struct mr_txpkt *pkt);
 	/* A work request or receive completed (in verbs order per QP). */
 	void (*complete)(void *env, struct mr_qp *qp, const struct mr_cqe *cqe);
@@ -292,8 +306,8 @@ struct mr_env_ops {
 	/*
 	 * Responder: execute a READ or atomic request (@req: opcode, raddr,
 	 * rkey, msg_len, swap_add, compare) now that every older message of
-	 * the QP is complete. READ: check the rkey, REMOTE_READ and bounds,
-	 * *result = a handle for the source that MR_TX_RESP packets name.
+	 * the QP is complete. READ: check the rkey, REMOTE_READ and bounds
+	 * (MR_TX_RESP packets then name req->rkey and req->raddr + offset).
 	 * Atomic: check and execute, *result = the original value. Returns
 	 * enum mr_rx_status.
 	 */
@@ -342,7 +356,8 @@ struct mr_rmsg {
 
 /* Queued READ response or atomic response. */
 struct mr_resp {
-	u64 cookie;
+	u64 cookie;		/* READ: source address; atomic: old value */
+	u32 key;		/* READ: source rkey */
 	u32 msn;
 	u32 len;
 	u32 sent;

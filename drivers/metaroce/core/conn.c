@@ -125,12 +125,11 @@ int mr_conn_reconfigure(struct mr_conn *c, const struct mr_conn_cfg *cfg)
 
 /* Fill the base header fields the connection owns and send. */
 static int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
-			u8 kind, struct mr_qp *qp, u64 cookie, u32 offset,
-			u64 now)
+			const struct mr_seg *s, u64 now)
 {
 	u8 buf[MR_HLEN_MAX];
 	struct mr_txpkt pkt;
-	int hlen;
+	int hlen, ret;
 
 	h->epoch = c->epoch;
 	h->tsval = (u32)now;
@@ -147,14 +146,18 @@ static int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
 	pkt.hdr = buf;
 	pkt.hlen = (u32)hlen;
 	pkt.plen = h->plen;
-	pkt.kind = kind;
-	pkt.qp = qp;
-	pkt.cookie = cookie;
-	pkt.offset = offset;
+	if (s && h->plen) {
+		pkt.kind = s->kind == MR_SEG_REQ ? MR_TX_REQ : MR_TX_RESP;
+		pkt.qp = s->qp;
+		pkt.cookie = s->cookie;
+		pkt.key = s->key;
+		pkt.offset = s->offset;
+	}
 	pkt.path = (u8)path;
 	pkt.sport = c->path[path].sport;
-	if (c->ops->xmit(c->env, c, &pkt))
-		return -1;
+	ret = c->ops->xmit(c->env, c, &pkt);
+	if (ret)
+		return ret == MR_XMIT_GONE ? MR_XMIT_GONE : MR_XMIT_BUSY;
 	mr_stat(c, MR_ST_TX_PKTS, 1);
 	mr_stat(c, MR_ST_TX_BYTES, (u64)hlen + h->plen);
 	if (mr_op_sequenced(h->opcode))
@@ -185,7 +188,7 @@ int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path, u64 now)
 {
 	if (path < 0)
 		path = mr_ctrl_path(c);
-	return mr_conn_emit(c, h, path, MR_TX_CTRL, NULL, 0, 0, now);
+	return mr_conn_emit(c, h, path, NULL, now);
 }
 
 void mr_conn_mark_dirty(struct mr_conn *c, struct mr_qp *qp)
@@ -291,9 +294,9 @@ static int mr_pick_path(struct mr_conn *c)
 static int mr_seg_xmit(struct mr_conn *c, struct mr_seg *s, int path, u64 now)
 {
 	struct mr_hdr h;
-	u8 kind = MR_TX_CTRL;
-	u64 cookie = 0;
+	int ret;
 
+again:
 	memset(&h, 0, sizeof(h));
 	if (s->kind != MR_SEG_NOP && (!s->qp || mr_qp_fill_hdr(s->qp, s, &h))) {
 		/* Its message is gone: the DSN still has to be delivered. */
@@ -304,14 +307,21 @@ static int mr_seg_xmit(struct mr_conn *c, struct mr_seg *s, int path, u64 now)
 		memset(&h, 0, sizeof(h));
 		h.opcode = MR_OP_NOP;
 		mr_stat(c, MR_ST_TX_NOPS, 1);
-	} else if (h.plen) {
-		kind = s->kind == MR_SEG_REQ ? MR_TX_REQ : MR_TX_RESP;
-		cookie = s->cookie;
 	}
 	h.dsn = s->dsn;
 	if (s->ntx)
 		h.flags |= MR_F_RETX;
-	if (mr_conn_emit(c, &h, path, kind, s->qp, cookie, s->offset, now))
+	ret = mr_conn_emit(c, &h, path, s, now);
+	if (ret == MR_XMIT_GONE && s->kind != MR_SEG_NOP) {
+		struct mr_qp *qp = s->qp;
+
+		s->kind = MR_SEG_NOP;
+		s->qp = NULL;
+		if (qp)
+			mr_qp_source_gone(qp, now);
+		goto again;
+	}
+	if (ret)
 		return -1;
 	c->rtx_cnt--;
 	s->state = MR_SEGS_INFLIGHT;

@@ -141,5 +141,6 @@ void mr_qp_rx_done(struct mr_conn *c, struct mr_qp *qp,
 void mr_qp_sweep(struct mr_conn *c, u64 now);
 u64 mr_qp_next_timer(const struct mr_conn *c);
 int mr_qp_has_tx(const struct mr_qp *qp, u64 now);
+void mr_qp_source_gone(struct mr_qp *qp, u64 now);
 
 #endif /* METAROCE_CORE_INTERNAL_H */

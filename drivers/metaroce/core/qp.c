@@ -151,11 +151,37 @@ int mr_qp_can_post(const struct mr_qp *qp)
 	       mr_msn_diff(qp->sq_nxt, qp->sq_una) < MR_MSG_WND;
 }
 
+static void mr_qp_complete(struct mr_qp *qp, u64 now);
+
+/*
+ * Local work requests (memory registration, local invalidate) have no wire
+ * effect: once every older request is segmented they are done, and they
+ * complete in order with the others. Returns whether any was passed.
+ */
+static int mr_qp_skip_local(struct mr_qp *qp)
+{
+	int any = 0;
+
+	if (qp->rnr_wait)
+		return 0;
+	while (qp->sq_cur != qp->sq_nxt) {
+		struct mr_msg *m = mr_sq_msg(qp, qp->sq_cur);
+
+		if (m->opcode != MR_WR_LOCAL)
+			break;
+		m->state = MR_MSG_DONE;
+		qp->sq_cur = (qp->sq_cur + 1) & MR_MSN_MASK;
+		any = 1;
+	}
+	return any;
+}
+
 int mr_qp_post(struct mr_qp *qp, const struct mr_wr *wr, u64 now)
 {
 	struct mr_msg *m;
 
-	if (!mr_qp_can_post(qp) || !mr_wr_wire_op(wr->opcode))
+	if (!mr_qp_can_post(qp) ||
+	    (!mr_wr_wire_op(wr->opcode) && wr->opcode != MR_WR_LOCAL))
 		return -1;
 	if (wr->len > MR_MAX_MSG_LEN)
 		return -1;
@@ -182,6 +208,8 @@ int mr_qp_post(struct mr_qp *qp, const struct mr_wr *wr, u64 now)
 	qp->sq_nxt = (qp->sq_nxt + 1) & MR_MSN_MASK;
 	if (!mr_list_linked(&qp->busy_node))
 		mr_list_add_tail(&qp->busy_node, &qp->conn->busy);
+	if (mr_qp_skip_local(qp))
+		mr_qp_complete(qp, now);
 	if (!qp->rnr_wait)
 		mr_qp_activate(qp);
 	return 0;
@@ -193,7 +221,6 @@ int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now)
 	struct mr_msg *m;
 	u32 mtu = qp->attr.mtu;
 
-	(void)now;
 	if (qp->state != MR_QP_RTR && qp->state != MR_QP_RTS)
 		return 0;
 	if (qp->resp_cnt) {
@@ -203,6 +230,7 @@ int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now)
 		s->msn = r->msn;
 		s->gen = r->gen;
 		s->cookie = r->cookie;
+		s->key = r->key;
 		s->total = r->len;
 		s->offset = r->sent;
 		s->opcode = r->opcode;
@@ -220,7 +248,11 @@ int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now)
 		}
 		return 1;
 	}
-	if (qp->state != MR_QP_RTS || qp->rnr_wait || qp->sq_cur == qp->sq_nxt)
+	if (qp->state != MR_QP_RTS || qp->rnr_wait)
+		return 0;
+	if (mr_qp_skip_local(qp))
+		mr_qp_complete(qp, now);
+	if (qp->sq_cur == qp->sq_nxt)
 		return 0;
 
 	m = mr_sq_msg(qp, qp->sq_cur);
@@ -390,6 +422,13 @@ static void mr_qp_fail(struct mr_qp *qp, u8 status, u64 now)
 	mr_qp_fail_cause(qp, status, status, now);
 }
 
+/* The memory a request or response was sent from is no longer valid. */
+void mr_qp_source_gone(struct mr_qp *qp, u64 now)
+{
+	if (qp->state != MR_QP_ERR)
+		mr_qp_fail(qp, MR_WC_LOC_PROT_ERR, now);
+}
+
 void mr_qp_set_error(struct mr_qp *qp, u64 now)
 {
 	if (qp->state == MR_QP_ERR)
@@ -513,7 +552,7 @@ static void mr_rq_execute(struct mr_conn *c, struct mr_qp *qp,
 			    MR_QPS_REM_ACCESS : MR_QPS_INV_REQ);
 		return;
 	}
-	mr_qp_queue_resp(qp, r, result);
+	mr_qp_queue_resp(qp, r, r->opcode == MR_OP_READ_REQ ? r->raddr : result);
 	r->state = MR_RMSG_DONE;
 }
 
@@ -741,6 +780,7 @@ static void mr_qp_queue_resp(struct mr_qp *qp, const struct mr_rmsg *m,
 
 	r = &qp->resp[(qp->resp_head + qp->resp_cnt) % MR_MAX_RD_ATOMIC];
 	r->cookie = cookie;
+	r->key = m->rkey;
 	r->msn = m->msn;
 	r->gen = m->gen;
 	r->opcode = m->opcode == MR_OP_READ_REQ ? MR_OP_READ_RESP :
