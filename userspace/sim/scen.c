@@ -1,0 +1,1061 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * mrsim: the standard scenarios, their metrics and the smoke test.
+ *
+ *   mrsim [-o DIR] [-q] SCENARIO...   loss planes plane_fail incast alltoall
+ *   mrsim smoke                       small versions as a TAP test
+ *
+ * Every scenario prints "SIM scenario=... transport=... key=value ..."
+ * lines on stdout and, with -o, writes DIR/<scenario>.tsv (and time series
+ * used by the plots).
+ */
+#include <string.h>
+#include <stdarg.h>
+#include <math.h>
+#include <time.h>
+#include <assert.h>
+#include "sim.h"
+
+#define US	1000ull
+#define MS	1000000ull
+#define GBPS	1000000000ull
+
+static const char *out_dir;
+static int quick;
+
+static double wall(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char *tname(int proto)
+{
+	return proto == PROTO_MR ? "metaroce" : "rocev2";
+}
+
+/* Flows */
+
+struct flow *flow_new(u32 src, u32 dst, u64 bytes, u32 msg, u64 start,
+		      int proto)
+{
+	struct flow *f = calloc(1, sizeof(*f));
+
+	assert(f);
+	if (S->nflows == S->flows_cap) {
+		S->flows_cap = S->flows_cap ? S->flows_cap * 2 : 1024;
+		S->flows = realloc(S->flows, S->flows_cap * sizeof(*S->flows));
+		assert(S->flows);
+	}
+	f->id = S->nflows;
+	S->flows[S->nflows++] = f;
+	f->src = src;
+	f->dst = dst;
+	f->bytes = bytes;
+	f->msg = msg;
+	f->max_out = 8;
+	f->start = start;
+	f->proto = (u8)proto;
+	ev_push(start, EV_FLOW, f);
+	return f;
+}
+
+void flow_delivered(struct flow *f, u32 bytes)
+{
+	f->rcvd += bytes;
+	if (!f->rdone && f->rcvd >= f->bytes) {
+		f->rdone = 1;
+		f->t_rdone = S->now;
+	}
+}
+
+void flow_completed(struct flow *f, u32 bytes)
+{
+	f->acked += bytes;
+	if (!f->done && f->acked >= f->bytes) {
+		f->done = 1;
+		f->t_done = S->now;
+		S->flows_done++;
+		if (f->on_done)
+			f->on_done(f);
+	}
+}
+
+/* Fabric and engine parameters shared by every scenario. */
+
+static void fabric_cfg(struct sim_cfg *c, u32 planes, u32 leaves, u32 hpl,
+		       u32 spines)
+{
+	struct mr_conn_cfg *m = &c->mr;
+
+	sim_default_cfg(c);
+	c->planes = planes;
+	c->leaves = leaves;
+	c->hosts_per_leaf = hpl;
+	c->spines = spines;
+	/*
+	 * A MetaRoCE host pins path i to plane i % P; the planes scenario
+	 * also shows plain ECMP hashing of the source port over the planes.
+	 */
+	c->planesel = PSEL_PIN;
+	/* Engine tunables for a 100G, few-microsecond-RTT fabric. */
+	m->npaths = 8;
+	m->mtu = 4096;
+	m->seg_wnd = 4096;
+	m->init_window = 64 * 1024;
+	m->min_window = 4096;
+	m->max_window = 16 * 1024 * 1024;
+	m->ai_bytes = 4096;
+	m->rto_min_ns = 50 * US;
+	m->rto_init_ns = 250 * US;
+	m->rto_max_ns = 10 * MS;
+	m->ack_delay_ns = 2 * US;
+	m->ack_every = 16;
+	m->dead_after = 1;
+	m->probe_ns = 20 * US;
+	m->msg_ack_ns = 100 * US;
+	m->epoch_quiet_ns = 1 * MS;
+}
+
+/* Unloaded round trip of a full-size data packet and its ACK. */
+static u64 base_rtt(const struct sim_cfg *c)
+{
+	u64 hops = c->leaves > 1 ? 4 : 2;
+	u64 prop = c->leaves > 1 ? 2 * (c->host_prop_ns + c->fab_prop_ns) :
+				   2 * c->host_prop_ns;
+	u64 ser_data = (4096 + 60 + SIM_L1_L4) * 8 * GBPS / c->port_bps;
+	u64 ser_ack = 200 * 8 * GBPS / c->port_bps;
+
+	return 2 * prop + hops * (ser_data + ser_ack);
+}
+
+/* Output */
+
+static FILE *tsv_open(const char *name, const char *header)
+{
+	char path[1024];
+	FILE *f;
+
+	if (!out_dir)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%s.tsv", out_dir, name);
+	f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		exit(2);
+	}
+	fprintf(f, "%s\n", header);
+	return f;
+}
+
+static void tsv(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!f)
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+}
+
+static void perf_line(const char *scen, const char *tr, double t0)
+{
+	double dt = wall() - t0;
+
+	printf("SIMPERF scenario=%s transport=%s events=%llu wall_s=%.2f ev_per_s=%.0f sim_ms=%.3f\n",
+	       scen, tr, (unsigned long long)S->events, dt,
+	       dt > 0 ? S->events / dt : 0, S->now / 1e6);
+	fflush(stdout);
+}
+
+static double gbps(u64 bytes, u64 ns)
+{
+	return ns ? bytes * 8.0 / ns : 0;
+}
+
+static double jain(const double *x, u32 n)
+{
+	double s = 0, s2 = 0;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		s += x[i];
+		s2 += x[i] * x[i];
+	}
+	return s2 > 0 ? s * s / (n * s2) : 0;
+}
+
+static u64 link_drops(void)
+{
+	u64 d = 0;
+	u32 i;
+
+	for (i = 0; i < S->nlinks; i++)
+		d += S->links[i].drop_buf;
+	return d;
+}
+
+static void retx_counts(int proto, u64 *retx, u64 *rto)
+{
+	if (proto == PROTO_MR) {
+		u64 st[MR_ST_MAX];
+
+		mr_stats_total(st);
+		*retx = st[MR_ST_RETX_SACK] + st[MR_ST_RETX_RTO];
+		*rto = st[MR_ST_RETX_RTO];
+	} else {
+		*retx = S->roce_retx;
+		*rto = S->roce_timeouts;
+	}
+}
+
+void sim_debug_flow(struct flow *f)
+{
+	u32 p, i;
+
+	for (p = 0; p < S->cfg.planes; p++)
+		fprintf(stderr, "# plane %u: up %.1f Gb/s data, marks %llu drops %llu qmax %llu\n",
+			p, S->hosts[f->src].up[p]->tx_data_bytes * 8.0 / S->now,
+			(unsigned long long)S->hosts[f->src].up[p]->marks,
+			(unsigned long long)(S->hosts[f->src].up[p]->drop_buf),
+			(unsigned long long)S->hosts[f->src].up[p]->qmax);
+	if (f->proto == PROTO_MR) {
+		struct sconn *sc = S->hosts[f->src].conn_of[f->dst];
+		struct mr_conn *c = &sc->c;
+
+		fprintf(stderr, "# conn wnd %u inflight %u hint %u alpha %u ss %u segs_used %u\n",
+			c->wnd, c->inflight, c->rate_hint, c->alpha,
+			c->slow_start, c->dsn_nxt - c->dsn_una);
+		for (i = 0; i < c->npaths; i++) {
+			struct mr_path *pa = &c->path[i];
+
+			fprintf(stderr, "#  path %u sport %u w %u cwnd %u infl %u srtt %u minrtt %u alpha %u st %u to %u tx %llu\n",
+				i, pa->sport, pa->weight, pa->cwnd, pa->inflight,
+				pa->srtt, pa->min_rtt, pa->alpha, pa->state,
+				(u32)pa->timeouts_total,
+				(unsigned long long)pa->tx_pkts);
+		}
+	}
+}
+
+/* Scenario: random loss on every link ------------------------------------ */
+
+struct loss_res {
+	double gbps;
+	u64 retx, rto;
+	u64 qp_errors;
+};
+
+static void run_loss(int proto, u32 loss_ppm, struct loss_res *r)
+{
+	struct sim_cfg c;
+	struct flow *f;
+	u64 warm = quick ? 200 * US : 500 * US, end = quick ? 1200 * US : 3 * MS;
+	u64 b0;
+	double t0 = wall();
+	char tr[64];
+
+	fabric_cfg(&c, 8, 1, 2, 0);
+	c.loss_ppm = loss_ppm;
+	c.seed = 11 + loss_ppm;
+	sim_new(&c);
+	f = flow_new(0, 1, 1ull << 40, 1 << 20, 0, proto);
+	sim_run(warm);
+	b0 = f->rcvd;
+	sim_run(end);
+	r->gbps = gbps(f->rcvd - b0, end - warm);
+	retx_counts(proto, &r->retx, &r->rto);
+	r->qp_errors = S->qp_errors;
+	if (getenv("MRSIM_DEBUG"))
+		sim_debug_flow(f);
+	snprintf(tr, sizeof(tr), "%s", tname(proto));
+	if (!quick)
+		perf_line("loss", tr, t0);
+	sim_free(S);
+}
+
+static const u32 loss_ppms[] = { 0, 1000, 10000, 50000, 100000 };
+
+static void scen_loss(void)
+{
+	FILE *t = tsv_open("loss", "transport\tloss_pct\tgoodput_gbps\tratio\tretx\trto\tqp_errors");
+	int proto;
+	u32 i;
+
+	for (proto = PROTO_MR; proto <= PROTO_ROCE; proto++) {
+		double base = 0;
+
+		for (i = 0; i < 5; i++) {
+			struct loss_res r;
+			double ratio;
+
+			run_loss(proto, loss_ppms[i], &r);
+			if (!i)
+				base = r.gbps;
+			ratio = base > 0 ? r.gbps / base : 0;
+			printf("SIM scenario=loss transport=%s loss_pct=%g paths=8 goodput_gbps=%.2f ratio=%.3f retx=%llu rto=%llu qp_errors=%llu\n",
+			       tname(proto), loss_ppms[i] / 10000.0, r.gbps,
+			       ratio, (unsigned long long)r.retx,
+			       (unsigned long long)r.rto,
+			       (unsigned long long)r.qp_errors);
+			tsv(t, "%s\t%g\t%.3f\t%.4f\t%llu\t%llu\t%llu\n",
+			    tname(proto), loss_ppms[i] / 10000.0, r.gbps, ratio,
+			    (unsigned long long)r.retx,
+			    (unsigned long long)r.rto,
+			    (unsigned long long)r.qp_errors);
+			fflush(stdout);
+		}
+	}
+	if (t)
+		fclose(t);
+}
+
+/* Scenario: one connection over P planes --------------------------------- */
+
+struct planes_res {
+	double gbps, util, spread, cv;
+	double plane_gbps[SIM_MAX_PLANES];
+};
+
+static void multiplane_cfg(struct sim_cfg *c, u32 planes)
+{
+	/*
+	 * Per plane: 4 leaves x 4 hosts, 4 spines (non-blocking).
+	 */
+	fabric_cfg(c, planes, 4, 4, 4);
+}
+
+static void run_planes(int proto, u32 P, int psel, u32 npaths,
+		       struct planes_res *r)
+{
+	struct sim_cfg c;
+	struct flow *f;
+	u64 warm = quick ? 200 * US : 500 * US, end = quick ? 1000 * US : 3 * MS;
+	u64 b0, pb0[SIM_MAX_PLANES];
+	double mx = 0, mn = 1e30, sum = 0, sum2 = 0, t0 = wall();
+	u32 p;
+
+	multiplane_cfg(&c, P);
+	c.planesel = (u8)psel;
+	c.mr.npaths = npaths;
+	c.seed = 21 + P;
+	sim_new(&c);
+	f = flow_new(0, S->nhosts - 1, 1ull << 40, 1 << 20, 0, proto);
+	sim_run(warm);
+	b0 = f->rcvd;
+	for (p = 0; p < P; p++)
+		pb0[p] = S->hosts[0].up[p]->tx_data_bytes;
+	sim_run(end);
+	r->gbps = gbps(f->rcvd - b0, end - warm);
+	r->util = r->gbps / (P * c.port_bps / 1e9);
+	for (p = 0; p < P; p++) {
+		double g = gbps(S->hosts[0].up[p]->tx_data_bytes - pb0[p],
+				end - warm);
+
+		r->plane_gbps[p] = g;
+		mx = g > mx ? g : mx;
+		mn = g < mn ? g : mn;
+		sum += g;
+		sum2 += g * g;
+	}
+	r->spread = mn > 0 ? mx / mn : INFINITY;
+	r->cv = sum > 0 ? sqrt(sum2 / P - (sum / P) * (sum / P)) / (sum / P) : 0;
+	if (!quick)
+		perf_line("planes", tname(proto), t0);
+	sim_free(S);
+}
+
+static void scen_planes(void)
+{
+	FILE *t = tsv_open("planes", "transport\tplanes\tplanesel\tnpaths\tgoodput_gbps\tutil\tspread_max_min\tcv\tplane_gbps");
+	static const struct {
+		int proto, psel;
+		u32 npaths;
+	} v[] = {
+		{ PROTO_MR, PSEL_HASH, 8 },
+		{ PROTO_MR, PSEL_HASH, 16 },
+		{ PROTO_MR, PSEL_PIN, 8 },
+		{ PROTO_ROCE, PSEL_HASH, 1 },
+	};
+	u32 P, i, p;
+
+	for (P = 4; P <= 8; P += 4)
+		for (i = 0; i < ARRAY_SIZE(v); i++) {
+			struct planes_res r;
+			char pg[256];
+			int n = 0;
+
+			run_planes(v[i].proto, P, v[i].psel, v[i].npaths, &r);
+			for (p = 0; p < P; p++)
+				n += snprintf(pg + n, sizeof(pg) - n, "%s%.1f",
+					      p ? "," : "", r.plane_gbps[p]);
+			printf("SIM scenario=planes transport=%s planes=%u planesel=%s npaths=%u goodput_gbps=%.2f util=%.3f spread_max_min=%.2f cv=%.3f plane_gbps=%s\n",
+			       tname(v[i].proto), P,
+			       v[i].psel == PSEL_PIN ? "pin" : "hash",
+			       v[i].npaths, r.gbps, r.util, r.spread, r.cv, pg);
+			tsv(t, "%s\t%u\t%s\t%u\t%.3f\t%.4f\t%.3f\t%.4f\t%s\n",
+			    tname(v[i].proto), P,
+			    v[i].psel == PSEL_PIN ? "pin" : "hash",
+			    v[i].npaths, r.gbps, r.util, r.spread, r.cv, pg);
+			fflush(stdout);
+		}
+	if (t)
+		fclose(t);
+}
+
+/* Scenario: a plane fails and comes back --------------------------------- */
+
+#define PF_BIN	(2 * US)
+
+struct pf_state {
+	struct flow *f;
+	u32 P;
+	u64 *rcvd;		/* cumulative, per bin */
+	u64 *plane;		/* [bin][P] cumulative data bytes on uplinks */
+	u32 nbins, n;
+	u32 fail_plane;
+	u64 t_fail, t_back;
+};
+
+static struct pf_state pf;
+
+static void pf_sample(void *arg)
+{
+	u32 p;
+
+	(void)arg;
+	if (pf.n >= pf.nbins)
+		return;
+	pf.rcvd[pf.n] = pf.f->rcvd;
+	for (p = 0; p < pf.P; p++)
+		pf.plane[pf.n * pf.P + p] =
+			S->hosts[pf.f->src].up[p]->tx_data_bytes;
+	pf.n++;
+	sim_at(S->now + PF_BIN, pf_sample, NULL);
+}
+
+static void pf_fail(void *arg)
+{
+	(void)arg;
+	plane_set_down(pf.fail_plane, 1);
+}
+
+static void pf_back(void *arg)
+{
+	(void)arg;
+	plane_set_down(pf.fail_plane, 0);
+}
+
+struct pf_res {
+	double pre_gbps, during_gbps, after_gbps, surv_ratio;
+	double rec_us, rec_rtts, back_ratio, min_gbps, below;
+	u64 qp_errors;
+	u32 fail_plane;
+};
+
+static double pf_rate(u32 b0, u32 b1)
+{
+	if (b1 <= b0 || b1 >= pf.n)
+		return 0;
+	return gbps(pf.rcvd[b1] - pf.rcvd[b0], (u64)(b1 - b0) * PF_BIN);
+}
+
+static void run_plane_fail(int proto, u32 P, struct pf_res *r, FILE *ts)
+{
+	struct sim_cfg c;
+	u64 warm = 300 * US, end;
+	u32 bf, bb, b, p, win = 5;	/* 10 us windows */
+	double target, t0 = wall();
+	u64 rtt;
+
+	memset(&pf, 0, sizeof(pf));
+	pf.t_fail = quick ? 500 * US : 1 * MS;
+	pf.t_back = quick ? 1000 * US : 2500 * US;
+	end = quick ? 1500 * US : 4 * MS;
+	multiplane_cfg(&c, P);
+	c.seed = 31 + P;
+	rtt = base_rtt(&c);
+	sim_new(&c);
+	pf.P = P;
+	pf.nbins = (u32)(end / PF_BIN) + 2;
+	pf.rcvd = calloc(pf.nbins, sizeof(u64));
+	pf.plane = calloc((size_t)pf.nbins * P, sizeof(u64));
+	pf.n = 0;
+	pf.f = flow_new(0, S->nhosts - 1, 1ull << 40, 1 << 20, 0, proto);
+	sim_at(0, pf_sample, NULL);
+	sim_run(warm);
+	/* Fail a plane the flow uses: the busiest one for a single-path QP. */
+	pf.fail_plane = 3 % P;
+	if (proto == PROTO_ROCE) {
+		u64 best = 0;
+
+		for (p = 0; p < P; p++)
+			if (S->hosts[0].up[p]->tx_data_bytes > best) {
+				best = S->hosts[0].up[p]->tx_data_bytes;
+				pf.fail_plane = p;
+			}
+	}
+	sim_at(pf.t_fail, pf_fail, NULL);
+	sim_at(pf.t_back, pf_back, NULL);
+	sim_run(end);
+	r->qp_errors = S->qp_errors;
+	r->fail_plane = pf.fail_plane;
+
+	bf = (u32)(pf.t_fail / PF_BIN);
+	bb = (u32)(pf.t_back / PF_BIN);
+	r->pre_gbps = pf_rate((u32)(warm / PF_BIN), bf);
+	r->during_gbps = pf_rate(bf + 100, bb);		/* from +200 us */
+	r->after_gbps = pf_rate(bb + 100, pf.n - 1);
+	r->surv_ratio = r->pre_gbps > 0 ?
+		r->during_gbps / (r->pre_gbps * (P - 1) / P) : 0;
+	/*
+	 * Recovery: the end of the first 10 us window from which goodput
+	 * stays >= 90% of the surviving capacity for 200 us (sustained); the
+	 * share of failure time spent below that is reported too.
+	 */
+	target = 0.9 * r->pre_gbps * (P - 1) / P;
+	r->rec_us = -1;
+	r->min_gbps = 1e30;
+	r->below = 0;
+	for (b = bf; b + win <= bb; b++) {
+		double g = pf_rate(b, b + win);
+		u32 k, ok = 1;
+
+		if (g < r->min_gbps)
+			r->min_gbps = g;
+		if (g < target)
+			r->below++;
+		if (r->rec_us >= 0 || b + win + 100 > bb)
+			continue;
+		for (k = b; k + win <= b + win + 100 && ok; k += win)
+			ok = pf_rate(k, k + win) >= target;
+		if (ok)
+			r->rec_us = (double)((b + win) * PF_BIN - pf.t_fail) / US;
+	}
+	r->below /= bb - bf - win + 1;
+	r->rec_rtts = r->rec_us >= 0 ? r->rec_us * US / rtt : -1;
+	/* Traffic back on the failed plane: its share vs. the others'. */
+	{
+		u32 b0 = bb + 100, b1 = pf.n - 1;
+		double mine = 0, others = 0;
+
+		if (b1 > b0) {
+			for (p = 0; p < P; p++) {
+				double d = (double)(pf.plane[b1 * P + p] -
+						    pf.plane[b0 * P + p]);
+
+				if (p == pf.fail_plane)
+					mine = d;
+				else
+					others += d;
+			}
+			others /= P - 1;
+		}
+		r->back_ratio = others > 0 ? mine / others : 0;
+	}
+	if (ts) {
+		/* 10 us bins */
+		for (b = 0; b + win < pf.n; b += win) {
+			fprintf(ts, "%s\t%u\t%.1f\t%.2f", tname(proto), P,
+				(double)(b + win) * PF_BIN / US,
+				pf_rate(b, b + win));
+			for (p = 0; p < P; p++)
+				fprintf(ts, "\t%.2f",
+					gbps(pf.plane[(b + win) * P + p] -
+					     pf.plane[b * P + p],
+					     win * PF_BIN));
+			fprintf(ts, "\n");
+		}
+		fprintf(ts, "\n\n");
+	}
+	if (!quick)
+		perf_line("plane_fail", tname(proto), t0);
+	free(pf.rcvd);
+	free(pf.plane);
+	sim_free(S);
+}
+
+static void print_pf(int proto, u32 P, const struct pf_res *r, FILE *t)
+{
+	printf("SIM scenario=plane_fail transport=%s planes=%u fail_plane=%u pre_gbps=%.1f during_gbps=%.1f surviving_ratio=%.3f recovery_us=%.1f recovery_rtts=%.1f below_frac=%.3f min_gbps=%.1f after_gbps=%.1f back_share=%.2f qp_errors=%llu\n",
+	       tname(proto), P, r->fail_plane, r->pre_gbps, r->during_gbps,
+	       r->surv_ratio, r->rec_us, r->rec_rtts, r->below, r->min_gbps,
+	       r->after_gbps, r->back_ratio,
+	       (unsigned long long)r->qp_errors);
+	tsv(t, "%s\t%u\t%u\t%.2f\t%.2f\t%.4f\t%.1f\t%.1f\t%.4f\t%.2f\t%.2f\t%.3f\t%llu\n",
+	    tname(proto), P, r->fail_plane, r->pre_gbps, r->during_gbps,
+	    r->surv_ratio, r->rec_us, r->rec_rtts, r->below, r->min_gbps,
+	    r->after_gbps,
+	    r->back_ratio, (unsigned long long)r->qp_errors);
+	fflush(stdout);
+}
+
+static void scen_plane_fail(void)
+{
+	FILE *t = tsv_open("plane_fail", "transport\tplanes\tfail_plane\tpre_gbps\tduring_gbps\tsurviving_ratio\trecovery_us\trecovery_rtts\tbelow_frac\tmin_gbps\tafter_gbps\tback_share\tqp_errors");
+	FILE *ts = tsv_open("plane_fail_ts", "# transport\tplanes\tt_us\tgoodput_gbps\tplane0..planeP-1 tx gbps");
+	static const u32 Ps[] = { 8, 4 };
+	u32 i;
+	int proto;
+
+	for (i = 0; i < 2; i++)
+		for (proto = PROTO_MR; proto <= PROTO_ROCE; proto++) {
+			struct pf_res r;
+
+			run_plane_fail(proto, Ps[i], &r, ts);
+			print_pf(proto, Ps[i], &r, t);
+		}
+	if (t)
+		fclose(t);
+	if (ts)
+		fclose(ts);
+}
+
+/* Scenario: incast N -> 1 ------------------------------------------------- */
+
+#define IC_BIN	(1 * US)
+
+struct ic_state {
+	u32 n, nb, nbins;
+	struct flow **f;
+	u64 *rcvd;		/* [bin][n] */
+	u64 t_hint;		/* first time all senders were told <= 1.25 x fair */
+	double fair_mbps;
+	int proto;
+};
+
+static struct ic_state ic;
+
+static void ic_sample(void *arg)
+{
+	u32 i, ok = 1;
+
+	(void)arg;
+	if (ic.nb >= ic.nbins)
+		return;
+	for (i = 0; i < ic.n; i++) {
+		struct flow *f = ic.f[i];
+
+		ic.rcvd[(size_t)ic.nb * ic.n + i] = f->rcvd;
+		if (ic.proto == PROTO_MR) {
+			struct sconn *sc = S->hosts[f->src].conn_of[f->dst];
+
+			if (!sc || !sc->c.rate_hint ||
+			    sc->c.rate_hint > 1.25 * ic.fair_mbps)
+				ok = 0;
+		} else {
+			if (!f->r || roce_rate(f->r) > 1.25 * ic.fair_mbps * 1e6)
+				ok = 0;
+		}
+	}
+	if (ok && !ic.t_hint)
+		ic.t_hint = S->now ? S->now : 1;
+	ic.nb++;
+	sim_at(S->now + IC_BIN, ic_sample, NULL);
+}
+
+struct ic_res {
+	double jain, util, tfair_us, tfair_rtts, thint_us, thint_rtts;
+	double win_us, qmax_kb, qp99_kb;
+	u64 drops, marks, retx, rto;
+	u64 qp_errors;
+};
+
+static void run_incast(int proto, u32 N, int pacing, struct ic_res *r,
+		       FILE *ts)
+{
+	struct sim_cfg c;
+	struct link *bl;
+	u64 warm = 100 * US, end = quick ? 600 * US : 2 * MS, rtt;
+	double *x = calloc(N, sizeof(double)), tot = 0, t0 = wall();
+	u64 ser, w, hsum = 0, acc = 0;
+	u32 i, b, wb;
+
+	fabric_cfg(&c, 1, 1, N + 1, 0);
+	c.seed = 41 + N;
+	c.mr.pacing = (u32)pacing;
+	c.mr.pace_burst = 2 * 4096;	/* two packets back to back */
+	rtt = base_rtt(&c);
+	sim_new(&c);
+	bl = S->leaf_down[0][N];
+	bl->qhist_n = 4096;
+	bl->qhist = calloc(bl->qhist_n, sizeof(u64));
+	memset(&ic, 0, sizeof(ic));
+	ic.n = N;
+	ic.proto = proto;
+	ic.fair_mbps = (double)c.port_bps / 1e6 / N;
+	ic.nbins = (u32)(end / IC_BIN) + 2;
+	ic.rcvd = calloc((size_t)ic.nbins * N, sizeof(u64));
+	ic.f = calloc(N, sizeof(*ic.f));
+	for (i = 0; i < N; i++)
+		ic.f[i] = flow_new(i, N, 1ull << 40, 64 << 10,
+				   sim_rand() % 1000, proto);
+	sim_at(0, ic_sample, NULL);
+	sim_run(warm);
+	/* Queue depth percentiles: after the initial burst. */
+	memset(bl->qhist, 0, bl->qhist_n * sizeof(u64));
+	sim_run(end);
+
+	/* Jain's index over each sender's goodput after warm-up. */
+	{
+		u32 bw = (u32)(warm / IC_BIN), be = ic.nb - 1;
+
+		for (i = 0; i < N; i++) {
+			x[i] = (double)(ic.rcvd[(size_t)be * N + i] -
+					ic.rcvd[(size_t)bw * N + i]);
+			tot += x[i];
+		}
+		r->jain = jain(x, N);
+		r->util = gbps((u64)tot, (u64)(be - bw) * IC_BIN) /
+			  (c.port_bps / 1e9);
+	}
+	/*
+	 * Time to fair share: per-sender goodput over sliding windows long
+	 * enough for each sender to get ~20 packets through at its fair share
+	 * (shorter windows measure packet granularity, not fairness); the
+	 * first window end from which every window has Jain >= 0.95. Its
+	 * resolution is the window length, reported with it.
+	 */
+	ser = (4096 + 60 + SIM_L1_L4) * 8 * GBPS / c.port_bps;
+	w = 20 * N * ser;
+	if (w < 2 * rtt)
+		w = 2 * rtt;
+	wb = (u32)((w + IC_BIN - 1) / IC_BIN);
+	r->win_us = (double)wb * IC_BIN / US;
+	r->tfair_us = -1;
+	for (b = ic.nb - 1; b >= wb; b--) {
+		for (i = 0; i < N; i++)
+			x[i] = (double)(ic.rcvd[(size_t)b * N + i] -
+					ic.rcvd[(size_t)(b - wb) * N + i]);
+		if (jain(x, N) < 0.95)
+			break;
+		r->tfair_us = (double)b * IC_BIN / US;
+	}
+	r->tfair_rtts = r->tfair_us >= 0 ? r->tfair_us * US / rtt : -1;
+	r->thint_us = ic.t_hint ? (double)ic.t_hint / US : -1;
+	r->thint_rtts = ic.t_hint ? (double)ic.t_hint / rtt : -1;
+	r->qmax_kb = bl->qmax / 1024.0;
+	for (i = 0; i < bl->qhist_n; i++)
+		hsum += bl->qhist[i];
+	for (i = 0; i < bl->qhist_n; i++) {
+		acc += bl->qhist[i];
+		if (acc * 100 >= hsum * 99)
+			break;
+	}
+	r->qp99_kb = i;
+	r->drops = link_drops();
+	r->marks = bl->marks;
+	retx_counts(proto, &r->retx, &r->rto);
+	r->qp_errors = S->qp_errors;
+	if (ts) {
+		/* per-sender goodput in 10 us bins, first 4 senders */
+		for (b = 10; b < ic.nb; b += 10) {
+			u64 all = 0;
+
+			fprintf(ts, "%s\t%u\t%u\t%.0f", tname(proto), N, pacing,
+				(double)b * IC_BIN / US);
+			for (i = 0; i < N; i++)
+				all += ic.rcvd[(size_t)b * N + i] -
+				       ic.rcvd[(size_t)(b - 10) * N + i];
+			for (i = 0; i < 4 && i < N; i++)
+				fprintf(ts, "\t%.3f",
+					gbps(ic.rcvd[(size_t)b * N + i] -
+					     ic.rcvd[(size_t)(b - 10) * N + i],
+					     10 * IC_BIN));
+			fprintf(ts, "\t%.2f\n", gbps(all, 10 * IC_BIN));
+		}
+		fprintf(ts, "\n\n");
+	}
+	if (!quick)
+		perf_line("incast", tname(proto), t0);
+	free(x);
+	free(ic.rcvd);
+	free(ic.f);
+	sim_free(S);
+}
+
+static void print_ic(int proto, u32 N, int pacing, const struct ic_res *r,
+		     FILE *t)
+{
+	printf("SIM scenario=incast transport=%s senders=%u pacing=%d jain=%.4f util=%.3f t_fair_us=%.1f t_fair_rtts=%.1f fair_window_us=%.1f t_hint_us=%.1f t_hint_rtts=%.1f qmax_kb=%.1f qp99_kb=%.0f drops=%llu marks=%llu retx=%llu rto=%llu qp_errors=%llu\n",
+	       tname(proto), N, pacing, r->jain, r->util, r->tfair_us,
+	       r->tfair_rtts, r->win_us, r->thint_us, r->thint_rtts,
+	       r->qmax_kb, r->qp99_kb, (unsigned long long)r->drops,
+	       (unsigned long long)r->marks, (unsigned long long)r->retx,
+	       (unsigned long long)r->rto, (unsigned long long)r->qp_errors);
+	tsv(t, "%s\t%u\t%d\t%.4f\t%.4f\t%.1f\t%.2f\t%.1f\t%.1f\t%.2f\t%.1f\t%.0f\t%llu\t%llu\t%llu\t%llu\n",
+	    tname(proto), N, pacing, r->jain, r->util, r->tfair_us,
+	    r->tfair_rtts, r->win_us, r->thint_us, r->thint_rtts, r->qmax_kb,
+	    r->qp99_kb, (unsigned long long)r->drops,
+	    (unsigned long long)r->marks, (unsigned long long)r->retx,
+	    (unsigned long long)r->rto);
+	fflush(stdout);
+}
+
+static void scen_incast(void)
+{
+	FILE *t = tsv_open("incast", "transport\tsenders\tpacing\tjain\tutil\tt_fair_us\tt_fair_rtts\tfair_window_us\tt_hint_us\tt_hint_rtts\tqmax_kb\tqp99_kb\tdrops\tmarks\tretx\trto");
+	FILE *ts = tsv_open("incast_ts", "# transport\tsenders\tpacing\tt_us\tsender0..3 gbps\tall senders gbps");
+	static const u32 Ns[] = { 16, 64 };
+	u32 i;
+
+	for (i = 0; i < 2; i++) {
+		struct ic_res r;
+
+		run_incast(PROTO_MR, Ns[i], 0, &r, ts);
+		print_ic(PROTO_MR, Ns[i], 0, &r, t);
+		run_incast(PROTO_MR, Ns[i], 1, &r, ts);
+		print_ic(PROTO_MR, Ns[i], 1, &r, t);
+		run_incast(PROTO_ROCE, Ns[i], 0, &r, ts);
+		print_ic(PROTO_ROCE, Ns[i], 0, &r, t);
+	}
+	if (t)
+		fclose(t);
+	if (ts)
+		fclose(ts);
+}
+
+/* Scenario: all-to-all over a multiplane fabric --------------------------- */
+
+struct a2a_state {
+	u32 n, win;
+	u64 bytes;
+	u32 *next_k;		/* per source: next destination offset */
+	int proto;
+};
+
+static struct a2a_state a2a;
+
+static void a2a_next(struct flow *done);
+
+static void a2a_start(u32 src)
+{
+	u32 k = a2a.next_k[src];
+	struct flow *f;
+
+	if (k >= a2a.n)
+		return;
+	a2a.next_k[src] = k + 1;
+	f = flow_new(src, (src + k) % a2a.n, a2a.bytes, 64 << 10, S->now,
+		     a2a.proto);
+	f->on_done = a2a_next;
+}
+
+static void a2a_next(struct flow *done)
+{
+	a2a_start(done->src);
+}
+
+struct a2a_res {
+	double t_us, ideal_us, ratio;
+	u32 done, total;
+	u64 drops, retx, rto;
+	u32 conns_peak, qps_peak;
+	u64 qp_errors;
+	double wall_s;
+	u64 events;
+};
+
+static void run_alltoall(int proto, u32 N, u32 P, u64 bytes, u32 win,
+			 struct a2a_res *r)
+{
+	struct sim_cfg c;
+	u32 i, k;
+	u64 ideal, deadline, t_end = 0;
+	double t0 = wall();
+
+	fabric_cfg(&c, P, N / 16, 16, 16);
+	c.seed = 51 + N;
+	c.gc = 1;
+	c.mr.seg_wnd = 512;
+	sim_new(&c);
+	memset(&a2a, 0, sizeof(a2a));
+	a2a.n = N;
+	a2a.win = win;
+	a2a.bytes = bytes;
+	a2a.proto = proto;
+	a2a.next_k = calloc(N, sizeof(u32));
+	for (i = 0; i < N; i++) {
+		a2a.next_k[i] = 1;
+		for (k = 0; k < win; k++)
+			a2a_start(i);
+	}
+	ideal = (u64)((double)(N - 1) * bytes * 8 * GBPS /
+		      ((double)P * c.port_bps));
+	deadline = 20 * ideal;
+	while (S->flows_done < (u64)N * (N - 1) && S->now < deadline)
+		sim_run(S->now + 50 * US);
+	for (i = 0; i < S->nflows; i++)
+		if (S->flows[i]->done && S->flows[i]->t_done > t_end)
+			t_end = S->flows[i]->t_done;
+	r->done = S->flows_done;
+	r->total = N * (N - 1);
+	r->t_us = (double)t_end / US;
+	r->ideal_us = (double)ideal / US;
+	r->ratio = r->done == r->total ? (double)t_end / ideal : -1;
+	r->drops = link_drops();
+	retx_counts(proto, &r->retx, &r->rto);
+	r->conns_peak = S->conns_peak;
+	r->qps_peak = S->qps_peak;
+	r->qp_errors = S->qp_errors;
+	r->events = S->events;
+	r->wall_s = wall() - t0;
+	if (!quick)
+		perf_line("alltoall", tname(proto), t0);
+	free(a2a.next_k);
+	sim_free(S);
+}
+
+static void scen_alltoall(void)
+{
+	FILE *t = tsv_open("alltoall", "transport\thosts\tplanes\tbytes_per_peer\twindow\tcompletion_us\tideal_us\tratio\tflows_done\tflows\tdrops\tretx\trto\tconns_peak\tqp_errors");
+	u32 N = quick ? 64 : 512, P = 4, win = 16;
+	u64 bytes = quick ? 64 << 10 : 256 << 10;
+
+	int proto;
+
+	for (proto = PROTO_MR; proto <= PROTO_ROCE; proto++) {
+		struct a2a_res r;
+
+		run_alltoall(proto, N, P, bytes, win, &r);
+		printf("SIM scenario=alltoall transport=%s hosts=%u planes=%u bytes_per_peer=%llu window=%u completion_us=%.1f ideal_us=%.1f ratio=%.3f flows_done=%u/%u drops=%llu retx=%llu rto=%llu conns_peak=%u qp_errors=%llu\n",
+		       tname(proto), N, P, (unsigned long long)bytes, win,
+		       r.t_us, r.ideal_us, r.ratio, r.done, r.total,
+		       (unsigned long long)r.drops,
+		       (unsigned long long)r.retx, (unsigned long long)r.rto,
+		       r.conns_peak, (unsigned long long)r.qp_errors);
+		tsv(t, "%s\t%u\t%u\t%llu\t%u\t%.1f\t%.1f\t%.4f\t%u\t%u\t%llu\t%llu\t%llu\t%u\t%llu\n",
+		    tname(proto), N, P, (unsigned long long)bytes, win, r.t_us,
+		    r.ideal_us, r.ratio, r.done, r.total,
+		    (unsigned long long)r.drops, (unsigned long long)r.retx,
+		    (unsigned long long)r.rto, r.conns_peak,
+		    (unsigned long long)r.qp_errors);
+		fflush(stdout);
+	}
+	if (t)
+		fclose(t);
+}
+
+/* Smoke test -------------------------------------------------------------- */
+
+static int tap_n, tap_fail;
+
+static void tap(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", ok ? "" : "not ", ++tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!ok)
+		tap_fail++;
+}
+
+static int smoke(void)
+{
+	struct loss_res l0, l1, l10, rl0, rl1;
+	struct pf_res pr;
+	struct ic_res ir;
+	struct a2a_res ar;
+	struct planes_res pl;
+	double cap = 8 * 100.0 * 4096 / (4096 + 60 + SIM_L1_L4);
+
+	quick = 1;
+	printf("TAP version 13\n1..11\n");
+	run_loss(PROTO_MR, 0, &l0);
+	tap(l0.gbps >= 0.85 * cap && !l0.retx,
+	    "loss: lossless goodput %.1f Gb/s >= 85%% of %.1f, no retransmission",
+	    l0.gbps, cap);
+	run_loss(PROTO_MR, 10000, &l1);
+	tap(l1.gbps >= 0.9 * l0.gbps && !l1.qp_errors,
+	    "loss: 1%% per-link loss keeps %.3f of lossless goodput (>= 0.9)",
+	    l1.gbps / l0.gbps);
+	run_loss(PROTO_MR, 100000, &l10);
+	tap(l10.gbps >= 0.5 * l0.gbps && !l10.qp_errors,
+	    "loss: 10%% per-link loss keeps %.3f of lossless goodput (>= 0.5)",
+	    l10.gbps / l0.gbps);
+	run_loss(PROTO_ROCE, 0, &rl0);
+	run_loss(PROTO_ROCE, 10000, &rl1);
+	tap(rl0.gbps >= 0.85 * 100 && rl1.gbps / rl0.gbps < l1.gbps / l0.gbps,
+	    "baseline: lossless %.1f Gb/s on one plane, 1%% loss ratio %.3f below metaroce's",
+	    rl0.gbps, rl1.gbps / rl0.gbps);
+	run_planes(PROTO_MR, 4, PSEL_PIN, 8, &pl);
+	tap(pl.util >= 0.85, "planes: 4 planes pinned, goodput %.3f of capacity",
+	    pl.util);
+	run_plane_fail(PROTO_MR, 8, &pr, NULL);
+	tap(!pr.qp_errors, "plane_fail: no QP error");
+	tap(pr.rec_us >= 0 && pr.surv_ratio >= 0.8,
+	    "plane_fail: recovered in %.1f us, %.3f of surviving capacity",
+	    pr.rec_us, pr.surv_ratio);
+	tap(pr.back_ratio >= 0.5,
+	    "plane_fail: traffic returns to the plane (share %.2f of others)",
+	    pr.back_ratio);
+	run_incast(PROTO_MR, 16, 0, &ir, NULL);
+	tap(ir.jain >= 0.9 && ir.util >= 0.8,
+	    "incast 16->1: Jain %.4f, utilization %.3f", ir.jain, ir.util);
+	tap(!ir.qp_errors, "incast 16->1: no QP error");
+	run_alltoall(PROTO_MR, 32, 4, 64 << 10, 8, &ar);
+	tap(ar.done == ar.total && ar.ratio <= 1.5 && !ar.qp_errors,
+	    "alltoall 32 hosts: %u/%u flows, %.3f x ideal", ar.done, ar.total,
+	    ar.ratio);
+	printf("# %d tests, %d failed\n", tap_n, tap_fail);
+	return tap_fail ? 1 : 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: mrsim [-o DIR] [-q] loss|planes|plane_fail|incast|alltoall|all...\n"
+		"       mrsim smoke\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	int i, any = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-o") && i + 1 < argc) {
+			out_dir = argv[++i];
+		} else if (!strcmp(a, "-q")) {
+			quick = 1;
+		} else if (!strcmp(a, "smoke")) {
+			return smoke();
+		} else if (!strcmp(a, "loss") || !strcmp(a, "all")) {
+			scen_loss();
+			any = 1;
+			if (strcmp(a, "all"))
+				continue;
+			scen_planes();
+			scen_plane_fail();
+			scen_incast();
+			scen_alltoall();
+		} else if (!strcmp(a, "planes")) {
+			scen_planes();
+			any = 1;
+		} else if (!strcmp(a, "plane_fail")) {
+			scen_plane_fail();
+			any = 1;
+		} else if (!strcmp(a, "incast")) {
+			scen_incast();
+			any = 1;
+		} else if (!strcmp(a, "alltoall")) {
+			scen_alltoall();
+			any = 1;
+		} else {
+			usage();
+		}
+	}
+	if (!any)
+		usage();
+	return 0;
+}
