@@ -23,8 +23,10 @@ include $(TOP)/scripts/kernels.env
 
 KVER ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KVER)/build
-# Release string of the tree in KDIR (may differ from KVER if KDIR was given).
-KREL = $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+# Release string of the tree in KDIR (may differ from KVER if KDIR was given):
+# its UTS_RELEASE, which names /lib/modules/<release> and build/kmod/<release>
+# (Debian's 6.1 headers have a different include/config/kernel.release).
+KREL = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"$$/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
 # Pinned kernels used by the VM tests.
 KDIR_6_12 := /usr/src/linux-headers-$(MR_KVER_6_12)
@@ -69,7 +71,7 @@ userspace:
 install: install-module install-provider
 
 install-module: module
-	$(MAKE) -C $(KDIR) M=$(BUILD)/kmod/$(KREL) modules_install
+	$(MAKE) -C $(KDIR) M=$(BUILD)/kmod/$(KREL) KERNELRELEASE=$(KREL) modules_install
 	depmod -a $(KREL)
 
 install-provider: userspace
