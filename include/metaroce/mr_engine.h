@@ -474,6 +474,8 @@ struct mr_conn {
 	struct mr_list dirty;
 	struct mr_rpath rpath[MR_MAX_PATHS];
 
+	struct mr_ack ack_scratch;	/* ACK being built */
+
 	u64 stats[MR_ST_MAX];
 	u64 drops[MR_DROP_NR_REASONS];
 };
@@ -545,6 +547,13 @@ struct mr_fs_dev {
 };
 
 void mr_fs_init(struct mr_fs_dev *d, u32 capacity_mbps);
+/*
+ * Update the capacity estimate from the connections' measured arrival
+ * rates @demand (Mbit/s) and CE permille @ce, and compute their hints into
+ * @share. For callers that measure the connections themselves.
+ */
+void mr_fs_update(struct mr_fs_dev *d, const u32 *demand, const u32 *ce,
+		  u32 n, u32 *share);
 /*
  * Recompute the hints of @n connections of one device. @demand and @share
  * are caller-provided scratch arrays of @n entries.

@@ -31,7 +31,8 @@
  *  20  offset:32   offset of this segment's payload in the message
  *
  * followed by, per opcode: WRITE and READ_REQ: RETH (raddr:64 rkey:32
- * rsvd:32); SEND: ssn:32 (receive-queue match number); CMP_SWAP and
+ * ssn:32, the receive-match number of a WRITE with immediate, else zero);
+ * SEND: ssn:32 (receive-queue match number); CMP_SWAP and
  * FETCH_ADD: RETH + swap_add:64 + compare:64; ATOMIC_RESP: orig:64; then the
  * optional IMM (imm:32) or INV (rkey:32) word.
  */
@@ -62,6 +63,10 @@
 #define MR_ACKREQ_HLEN		8
 /* Largest header of a packet that carries payload (WRITE with IMM). */
 #define MR_DATA_HLEN_MAX	(MR_BASE_HLEN + MR_RC_HLEN + MR_RETH_LEN + 4)
+/* Largest ACK (every path block and every QP block). */
+#define MR_ACK_MAX_LEN		(MR_BASE_HLEN + MR_ACKH_LEN + \
+				 MR_MAX_PATHS * MR_ACK_PATH_LEN + \
+				 MR_ACK_MAX_QP * MR_ACK_QP_LEN)
 /* Largest header of any packet (atomic request). */
 #define MR_HLEN_MAX		(MR_BASE_HLEN + MR_RC_HLEN + MR_RETH_LEN + \
 				 MR_ATOMIC_ETH_LEN)

@@ -51,7 +51,9 @@ int mr_conn_cfg_check(const struct mr_conn_cfg *cfg)
 		return -1;
 	if (cfg->mtu < 256 || cfg->mtu > MR_MAX_PAYLOAD)
 		return -1;
+	/* 1 GiB: the window arithmetic (doubling, + a round) stays in u32. */
 	if (!cfg->min_window || cfg->min_window > cfg->max_window ||
+	    cfg->max_window > (1u << 30) ||
 	    cfg->init_window < cfg->min_window ||
 	    cfg->init_window > cfg->max_window)
 		return -1;
@@ -119,6 +121,8 @@ int mr_conn_reconfigure(struct mr_conn *c, const struct mr_conn_cfg *cfg)
 		c->wnd = cfg->max_window;
 	if (c->wnd < cfg->min_window)
 		c->wnd = cfg->min_window;
+	if (c->round_target > c->wnd)
+		c->round_target = c->wnd;
 	mr_paths_rebalance(c);
 	return 0;
 }
@@ -416,6 +420,9 @@ static void mr_conn_clamp(struct mr_conn *c)
 	}
 	c->wnd = mr_max32(c->wnd, c->cfg.min_window);
 	c->wnd = mr_min32(c->wnd, c->cfg.max_window);
+	/* A shrunk window ends its round sooner, not after the old size. */
+	if (c->round_target > c->wnd)
+		c->round_target = c->wnd;
 }
 
 void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
@@ -605,23 +612,24 @@ void mr_conn_rx_done(struct mr_conn *c, const struct mr_hdr *h,
 
 static void mr_send_acks(struct mr_conn *c, u64 now)
 {
-	struct mr_ack ack;
+	/* In the connection, not on the stack: kernel stacks are small. */
+	struct mr_ack *ack = &c->ack_scratch;
 	struct mr_hdr h;
 	u32 i;
 	int more;
 
 	do {
-		memset(&ack, 0, sizeof(ack));
-		ack.ack_epoch = c->rx_epoch;
-		ack.dsn_cum = c->dsn_cum;
-		ack.rate_hint = c->hint_out;
+		memset(ack, 0, sizeof(*ack));
+		ack->ack_epoch = c->rx_epoch;
+		ack->dsn_cum = c->dsn_cum;
+		ack->rate_hint = c->hint_out;
 		for (i = 0; i < MR_MAX_PATHS; i++) {
 			struct mr_rpath *rp = &c->rpath[i];
 			struct mr_ack_path *ap;
 
 			if (!rp->active || !rp->dirty)
 				continue;
-			ap = &ack.path[ack.npath++];
+			ap = &ack->path[ack->npath++];
 			ap->path = (u8)i;
 			ap->ce_cnt = rp->ce_cnt;
 			ap->rx_cnt = rp->rx_cnt;
@@ -630,13 +638,13 @@ static void mr_send_acks(struct mr_conn *c, u64 now)
 			memcpy(ap->bitmap, rp->bitmap, sizeof(ap->bitmap));
 			rp->dirty = 0;
 		}
-		while (ack.nqp < MR_ACK_MAX_QP && !mr_list_empty(&c->dirty)) {
+		while (ack->nqp < MR_ACK_MAX_QP && !mr_list_empty(&c->dirty)) {
 			struct mr_qp *qp = mr_container_of(c->dirty.next,
 							   struct mr_qp,
 							   dirty_node);
 
 			mr_list_del(&qp->dirty_node);
-			mr_qp_fill_ack_block(qp, &ack.qp[ack.nqp++]);
+			mr_qp_fill_ack_block(qp, &ack->qp[ack->nqp++]);
 		}
 		more = !mr_list_empty(&c->dirty);
 
@@ -645,11 +653,9 @@ static void mr_send_acks(struct mr_conn *c, u64 now)
 		h.epoch = c->epoch;
 		h.tsval = (u32)now;
 		{
-			u8 buf[MR_BASE_HLEN + MR_ACKH_LEN +
-			       MR_MAX_PATHS * MR_ACK_PATH_LEN +
-			       MR_ACK_MAX_QP * MR_ACK_QP_LEN];
+			u8 buf[MR_ACK_MAX_LEN];
 			struct mr_txpkt pkt;
-			int len = mr_wire_encode_ack(buf, sizeof(buf), &h, &ack);
+			int len = mr_wire_encode_ack(buf, sizeof(buf), &h, ack);
 			int path = mr_ctrl_path(c);
 
 			if (len < 0)
@@ -683,14 +689,37 @@ void mr_conn_rx_flush(struct mr_conn *c, u64 now)
 	c->ack_deadline = MR_U64_MAX;
 }
 
+/*
+ * Could mr_conn_tx() send now, pacing aside? Only then is the pacing time a
+ * deadline: a sender blocked by its segment table or its paths' windows
+ * waits for an ACK, and a pacing time in the past would fire forever.
+ */
+static int mr_conn_can_send(const struct mr_conn *c)
+{
+	u32 i;
+
+	if (c->inflight >= c->wnd)
+		return 0;
+	if (!c->rtx_cnt && (mr_list_empty(&c->active) ||
+			    c->dsn_nxt - c->dsn_una >= c->cfg.seg_wnd))
+		return 0;
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *p = &c->path[i];
+
+		if (mr_path_usable(p) && p->cwnd &&
+		    p->nxt - p->una < MR_PATH_WND && p->inflight < p->cwnd)
+			return 1;
+	}
+	return 0;
+}
+
 u64 mr_conn_next_timer(const struct mr_conn *c)
 {
 	u64 t = mr_path_next_timer(c);
 
 	if (c->ack_pending)
 		t = mr_min64(t, c->ack_deadline);
-	if (c->cfg.pacing && c->rate_hint && mr_conn_tx_pending(c) &&
-	    c->inflight < c->wnd)
+	if (c->cfg.pacing && c->rate_hint && mr_conn_can_send(c))
 		t = mr_min64(t, c->next_tx);
 	return mr_min64(t, mr_qp_next_timer(c));
 }

@@ -52,16 +52,15 @@ void mr_fs_init(struct mr_fs_dev *d, u32 capacity_mbps)
 	d->ce_thresh = 50;	/* 5% of packets marked */
 }
 
-void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
-	       u32 *demand, u32 *share, u64 now)
+void mr_fs_update(struct mr_fs_dev *d, const u32 *demand, const u32 *ce,
+		  u32 n, u32 *share)
 {
 	u64 total = 0;
-	u32 i, ce, marked = 0;
+	u32 i, marked = 0;
 
 	for (i = 0; i < n; i++) {
-		demand[i] = mr_conn_rx_rate(conns[i], now, &ce);
 		total += demand[i];
-		if (ce >= d->ce_thresh)
+		if (ce[i] >= d->ce_thresh)
 			marked = 1;
 	}
 	if (marked && total) {
@@ -76,6 +75,19 @@ void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
 				       d->capacity);
 	}
 	mr_fairshare(d->estimate, demand, n, share);
+	if (n == 1)
+		share[0] = d->estimate;
+}
+
+void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
+	       u32 *demand, u32 *share, u64 now)
+{
+	u32 i;
+
+	/* share[] doubles as the CE scratch until mr_fs_update() fills it. */
 	for (i = 0; i < n; i++)
-		mr_conn_set_hint(conns[i], n > 1 ? share[i] : d->estimate);
+		demand[i] = mr_conn_rx_rate(conns[i], now, &share[i]);
+	mr_fs_update(d, demand, share, n, share);
+	for (i = 0; i < n; i++)
+		mr_conn_set_hint(conns[i], share[i]);
 }

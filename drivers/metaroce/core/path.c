@@ -131,17 +131,26 @@ static u32 mr_slot_clear(struct mr_conn *c, struct mr_path *p, u32 psn)
 	return len;
 }
 
-/* The transmission (p, psn) arrived: its segment was processed. */
-static void mr_slot_acked(struct mr_conn *c, struct mr_path *p, u32 psn,
-			  u64 now)
+/*
+ * The segment transmitted as (path id, psn), if that is its latest
+ * transmission. A probe's slot records MR_DSN_NONE, which is also a valid
+ * DSN (DSNs wrap): the (path, psn) match, not the DSN, tells them apart.
+ */
+static struct mr_seg *mr_slot_seg(struct mr_conn *c, struct mr_path *p,
+				  u32 id, u32 psn)
 {
-	u32 dsn = p->dsn[psn % MR_PATH_WND];
-	struct mr_seg *s;
+	struct mr_seg *s = mr_seg_of(c, p->dsn[psn % MR_PATH_WND]);
+
+	return s && s->path == id && s->psn == psn ? s : NULL;
+}
+
+/* The transmission (p, psn) arrived: its segment was processed. */
+static void mr_slot_acked(struct mr_conn *c, struct mr_path *p, u32 id,
+			  u32 psn, u64 now)
+{
+	struct mr_seg *s = mr_slot_seg(c, p, id, psn);
 
 	mr_slot_clear(c, p, psn);
-	if (dsn == MR_DSN_NONE)
-		return;
-	s = mr_seg_of(c, dsn);
 	if (s)
 		mr_seg_release(c, s, now);
 }
@@ -150,17 +159,12 @@ static void mr_slot_acked(struct mr_conn *c, struct mr_path *p, u32 psn,
 static void mr_slot_lost(struct mr_conn *c, struct mr_path *p, u32 id,
 			 u32 psn, int rto)
 {
-	u32 dsn = p->dsn[psn % MR_PATH_WND];
-	struct mr_seg *s;
+	struct mr_seg *s = mr_slot_seg(c, p, id, psn);
 
 	mr_slot_clear(c, p, psn);
 	p->lost++;
-	if (dsn == MR_DSN_NONE)
-		return;
-	s = mr_seg_of(c, dsn);
 	/* Only the segment's latest transmission decides. */
-	if (!s || s->state != MR_SEGS_INFLIGHT || s->path != id ||
-	    s->psn != psn)
+	if (!s || s->state != MR_SEGS_INFLIGHT)
 		return;
 	mr_seg_queue_rtx(c, s);
 	mr_stat(c, rto ? MR_ST_RETX_RTO : MR_ST_RETX_SACK, 1);
@@ -231,8 +235,12 @@ static void mr_path_ecn(struct mr_conn *c, struct mr_path *p, u32 dce,
 	if (dce) {
 		p->ce += dce;
 		mr_stat(c, MR_ST_ECN_ECHO, dce);
-		/* Multiplicative decrease at most once per round trip. */
-		if (now - p->last_cut >= mr_max32(p->srtt, c->cfg.rto_min_ns / 4)) {
+		/*
+		 * Multiplicative decrease at most once per round trip; a dead
+		 * path has no weight to cut (0) and is not re-picked.
+		 */
+		if (p->state != MR_PATH_DEAD &&
+		    now - p->last_cut >= mr_max32(p->srtt, c->cfg.rto_min_ns / 4)) {
 			u32 cut = (u32)p->weight * p->alpha / 2048;
 
 			p->weight = (u16)mr_max32(p->weight - mr_max32(cut, 1),
@@ -290,7 +298,7 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 			continue;
 		bytes += p->len[psn % MR_PATH_WND];
 		acked++;
-		mr_slot_acked(c, p, psn, now);
+		mr_slot_acked(c, p, ap->path, psn, now);
 	}
 	if (mr_seq_lt(p->sack_hi, hi))
 		p->sack_hi = hi;
@@ -319,6 +327,8 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 			p->weight = MR_WEIGHT_ONE / 8;
 			p->alpha = 0;
 			mr_stat(c, MR_ST_PATH_REVIVED, 1);
+			/* Give it its share of the window now. */
+			mr_paths_rebalance(c);
 		}
 	}
 

@@ -110,8 +110,9 @@ int mr_qp_connect(struct mr_qp *qp, struct mr_conn *c,
 {
 	if (qp->state != MR_QP_RESET || qp->conn)
 		return -1;
-	if (a->dest_qpn < 2 || a->dest_qpn > MR_QPN_MASK || a->mtu < 256 ||
-	    a->mtu > c->cfg.mtu || a->max_dest_rd_atomic > MR_MAX_RD_ATOMIC ||
+	if (qp->qpn < 2 || a->dest_qpn < 2 || a->dest_qpn > MR_QPN_MASK ||
+	    a->mtu < 256 || a->mtu > c->cfg.mtu ||
+	    a->max_dest_rd_atomic > MR_MAX_RD_ATOMIC ||
 	    a->max_rd_atomic > MR_MAX_RD_ATOMIC)
 		return -1;
 	qp->conn = c;
@@ -156,7 +157,9 @@ static void mr_qp_complete(struct mr_qp *qp, u64 now);
 /*
  * Local work requests (memory registration, local invalidate) have no wire
  * effect: once every older request is segmented they are done, and they
- * complete in order with the others. Returns whether any was passed.
+ * complete in order with the others. A message already done when an RNR
+ * rewind comes back to it is passed too (it must not be cut again).
+ * Returns whether any was passed.
  */
 static int mr_qp_skip_local(struct mr_qp *qp)
 {
@@ -167,7 +170,7 @@ static int mr_qp_skip_local(struct mr_qp *qp)
 	while (qp->sq_cur != qp->sq_nxt) {
 		struct mr_msg *m = mr_sq_msg(qp, qp->sq_cur);
 
-		if (m->opcode != MR_WR_LOCAL)
+		if (m->opcode != MR_WR_LOCAL && m->state != MR_MSG_DONE)
 			break;
 		m->state = MR_MSG_DONE;
 		qp->sq_cur = (qp->sq_cur + 1) & MR_MSN_MASK;
@@ -377,6 +380,8 @@ static void mr_qp_complete(struct mr_qp *qp, u64 now)
 	}
 	if (!any)
 		return;
+	/* As IB: the RNR retry count is per request, not per QP life. */
+	qp->rnr_left = qp->attr.rnr_retry;
 	mr_qp_progress(qp, now);
 	if (qp->sq_una == qp->sq_nxt)
 		mr_list_del(&qp->busy_node);
@@ -584,8 +589,7 @@ static void mr_rq_advance(struct mr_conn *c, struct mr_qp *qp)
 		struct mr_rmsg *r = &qp->rq[qp->rq_msn % MR_MSG_WND];
 
 		/* A receive the failed message consumed completes in error. */
-		if (r->state != MR_RMSG_FREE && r->msn == qp->rq_msn &&
-		    r->cookie)
+		if (r->state != MR_RMSG_FREE && r->msn == qp->rq_msn)
 			mr_rq_emit(qp, r, qp->nak_status == MR_QPS_INV_REQ ?
 				   MR_WC_LOC_LEN_ERR : MR_WC_LOC_PROT_ERR);
 		mr_conn_mark_dirty(c, qp);
@@ -678,6 +682,9 @@ static void mr_qp_rx_request(struct mr_conn *c, struct mr_qp *qp,
 		r->rkey = h->rkey;
 		r->swap_add = h->swap_add;
 		r->compare = h->compare;
+		/* This may settle a pending RNR NAK: report it. */
+		if (qp->rnr_nak)
+			mr_conn_mark_dirty(c, qp);
 	} else if (r->opcode != h->opcode || r->len != h->msg_len ||
 		   r->gen != h->gen || r->raddr != h->raddr ||
 		   r->rkey != h->rkey ||
@@ -839,6 +846,26 @@ void mr_qp_rx_done(struct mr_conn *c, struct mr_qp *qp,
 	mr_rq_advance(c, qp);
 }
 
+/*
+ * An RNR NAK for nak_msn is reported only once every older message has
+ * been seen (has a tracker): until then an older one may still be refused
+ * too, and the requester must rewind from the oldest refused message. Once
+ * reported, nak_msn can no longer move back.
+ */
+static int mr_rnr_settled(const struct mr_qp *qp)
+{
+	u32 msn;
+
+	for (msn = qp->rq_msn; msn != qp->nak_msn;
+	     msn = (msn + 1) & MR_MSN_MASK) {
+		const struct mr_rmsg *r = &qp->rq[msn % MR_MSG_WND];
+
+		if (r->state == MR_RMSG_FREE || r->msn != msn)
+			return 0;
+	}
+	return 1;
+}
+
 void mr_qp_fill_ack_block(struct mr_qp *qp, struct mr_ack_qp *aq)
 {
 	memset(aq, 0, sizeof(*aq));
@@ -847,7 +874,7 @@ void mr_qp_fill_ack_block(struct mr_qp *qp, struct mr_ack_qp *aq)
 	if (qp->fatal && qp->rq_msn == qp->nak_msn) {
 		aq->status = qp->nak_status;
 		aq->msn = qp->nak_msn;
-	} else if (qp->rnr_nak) {
+	} else if (qp->rnr_nak && mr_rnr_settled(qp)) {
 		aq->status = MR_QPS_RNR;
 		aq->msn = qp->nak_msn;
 		aq->aux = qp->rnr_timer;
@@ -874,6 +901,9 @@ static void mr_qp_rewind(struct mr_qp *qp, u64 now)
 {
 	u32 msn;
 
+	/* A block received while waiting may have completed some. */
+	if (mr_msn_lt(qp->rnr_msn, qp->sq_una))
+		qp->rnr_msn = qp->sq_una;
 	qp->gen++;
 	for (msn = qp->rnr_msn; msn != qp->sq_nxt;
 	     msn = (msn + 1) & MR_MSN_MASK) {
@@ -979,8 +1009,10 @@ void mr_qp_sweep(struct mr_conn *c, u64 now)
 		struct mr_msg *m;
 
 		n = n->next;
-		if (qp->rnr_wait && now >= qp->rnr_until) {
-			mr_qp_rewind(qp, now);
+		/* Waiting out an RNR timer is not a lack of progress. */
+		if (qp->rnr_wait) {
+			if (now >= qp->rnr_until)
+				mr_qp_rewind(qp, now);
 			continue;
 		}
 		if (idle < c->cfg.msg_ack_ns)
@@ -993,9 +1025,12 @@ void mr_qp_sweep(struct mr_conn *c, u64 now)
 			continue;
 		}
 		m = mr_sq_msg(qp, qp->sq_una);
+		/*
+		 * Any request (a READ or atomic too: its NAK can be lost as
+		 * well) fully delivered and still not complete.
+		 */
 		if (qp->sq_una != qp->sq_cur && m->state == MR_MSG_SENT &&
-		    !mr_wr_is_read_atomic(m->opcode) && !m->segs_out &&
-		    now >= qp->next_ackreq) {
+		    !m->segs_out && now >= qp->next_ackreq) {
 			qp->next_ackreq = now + c->cfg.msg_ack_ns;
 			mr_qp_send_ackreq(c, qp, now);
 		}

@@ -123,9 +123,31 @@ static int mr_check_rc(const struct mr_hdr *h)
 	return 0;
 }
 
+/* Checks on ACK blocks shared by decode and encode. */
+static int mr_check_ack_qp(const struct mr_ack_qp *aq)
+{
+	if (aq->status > MR_QPS_MAX || aq->qpn < 2 ||
+	    aq->qpn > MR_QPN_MASK || aq->msn > MR_MSN_MASK)
+		return -MR_DROP_BAD_ACK;
+	if (aq->status == MR_QPS_RNR ? aq->aux > 31 : aq->aux != 0)
+		return -MR_DROP_BAD_ACK;
+	return 0;
+}
+
+static int mr_check_ack_path(u8 path, u32 *seen)
+{
+	if (path >= MR_MAX_PATHS || (*seen & (1u << path)))
+		return -MR_DROP_BAD_ACK;
+	*seen |= 1u << path;
+	return 0;
+}
+
+/* Validates every block whether or not @ack is given to receive them. */
 static int mr_decode_ack(const u8 *p, u32 avail, struct mr_ack *ack,
 			 u32 *hlen)
 {
+	struct mr_ack_path tmp_path;
+	struct mr_ack_qp tmp_qp;
 	u32 i, seen = 0, need;
 	u8 npath, nqp;
 
@@ -137,26 +159,24 @@ static int mr_decode_ack(const u8 *p, u32 avail, struct mr_ack *ack,
 	if (avail < need)
 		return -MR_DROP_TRUNCATED;
 	*hlen = MR_BASE_HLEN + need;
-	if (!ack)
-		return 0;
-
-	ack->ack_epoch = mr_get32(p);
-	ack->dsn_cum = mr_get32(p + 4);
-	ack->rate_hint = mr_get32(p + 8);
-	ack->npath = npath;
-	ack->nqp = nqp;
-	if (!ack->ack_epoch)
+	if (!mr_get32(p))
 		return -MR_DROP_BAD_ACK;
+	if (ack) {
+		ack->ack_epoch = mr_get32(p);
+		ack->dsn_cum = mr_get32(p + 4);
+		ack->rate_hint = mr_get32(p + 8);
+		ack->npath = npath;
+		ack->nqp = nqp;
+	}
 	p += MR_ACKH_LEN;
 	for (i = 0; i < npath; i++, p += MR_ACK_PATH_LEN) {
-		struct mr_ack_path *ap = &ack->path[i];
+		struct mr_ack_path *ap = ack ? &ack->path[i] : &tmp_path;
 		u32 w;
 
 		ap->path = p[0];
-		if (ap->path >= MR_MAX_PATHS || (seen & (1u << ap->path)) ||
-		    p[1] || mr_get16(p + 6))
+		if (mr_check_ack_path(ap->path, &seen) || p[1] ||
+		    mr_get16(p + 6))
 			return -MR_DROP_BAD_ACK;
-		seen |= 1u << ap->path;
 		ap->ce_cnt = mr_get16(p + 2);
 		ap->rx_cnt = mr_get16(p + 4);
 		ap->base = mr_get32(p + 8);
@@ -165,7 +185,7 @@ static int mr_decode_ack(const u8 *p, u32 avail, struct mr_ack *ack,
 			ap->bitmap[w] = mr_get32(p + 16 + 4 * w);
 	}
 	for (i = 0; i < nqp; i++, p += MR_ACK_QP_LEN) {
-		struct mr_ack_qp *aq = &ack->qp[i];
+		struct mr_ack_qp *aq = ack ? &ack->qp[i] : &tmp_qp;
 		u32 v = mr_get32(p);
 
 		aq->status = v >> 24;
@@ -174,11 +194,7 @@ static int mr_decode_ack(const u8 *p, u32 avail, struct mr_ack *ack,
 		aq->gen = v >> 24;
 		aq->msn = v & MR_MSN_MASK;
 		aq->aux = mr_get32(p + 8);
-		if (aq->status > MR_QPS_MAX || aq->qpn < 2)
-			return -MR_DROP_BAD_ACK;
-		if (aq->status != MR_QPS_RNR && aq->aux)
-			return -MR_DROP_BAD_ACK;
-		if (aq->status == MR_QPS_RNR && aq->aux > 31)
+		if (mr_check_ack_qp(aq))
 			return -MR_DROP_BAD_ACK;
 	}
 	return 0;
@@ -261,7 +277,14 @@ int mr_wire_decode(const u8 *buf, u32 len, struct mr_hdr *h,
 		case MR_OP_FETCH_ADD:
 			h->raddr = mr_get64(p);
 			h->rkey = mr_get32(p + 8);
-			if (mr_get32(p + 12))
+			/*
+			 * The RETH's last word is the receive-match number of
+			 * a WRITE with immediate (it consumes a receive); zero
+			 * otherwise.
+			 */
+			if (h->opcode == MR_OP_WRITE && (h->flags & MR_F_IMM))
+				h->ssn = mr_get32(p + 12);
+			else if (mr_get32(p + 12))
 				return -MR_DROP_BAD_FIELD;
 			p += MR_RETH_LEN;
 			if (h->opcode == MR_OP_CMP_SWAP ||
@@ -359,7 +382,8 @@ int mr_wire_encode(u8 *buf, u32 size, const struct mr_hdr *h)
 		case MR_OP_FETCH_ADD:
 			mr_put64(p, h->raddr);
 			mr_put32(p + 8, h->rkey);
-			mr_put32(p + 12, 0);
+			mr_put32(p + 12, h->opcode == MR_OP_WRITE &&
+				 (h->flags & MR_F_IMM) ? h->ssn : 0);
 			p += MR_RETH_LEN;
 			if (h->opcode == MR_OP_CMP_SWAP ||
 			    h->opcode == MR_OP_FETCH_ADD) {
@@ -402,12 +426,18 @@ int mr_wire_encode(u8 *buf, u32 size, const struct mr_hdr *h)
 int mr_wire_encode_ack(u8 *buf, u32 size, const struct mr_hdr *h,
 		       const struct mr_ack *ack)
 {
-	u32 hlen, i, w;
+	u32 hlen, i, w, seen = 0;
 	u8 *p;
 
 	if (ack->npath > MR_MAX_PATHS || ack->nqp > MR_ACK_MAX_QP ||
 	    !h->epoch || !ack->ack_epoch)
 		return -MR_DROP_BAD_ACK;
+	for (i = 0; i < ack->npath; i++)
+		if (mr_check_ack_path(ack->path[i].path, &seen))
+			return -MR_DROP_BAD_ACK;
+	for (i = 0; i < ack->nqp; i++)
+		if (mr_check_ack_qp(&ack->qp[i]))
+			return -MR_DROP_BAD_ACK;
 	hlen = MR_BASE_HLEN + MR_ACKH_LEN + ack->npath * MR_ACK_PATH_LEN +
 	       ack->nqp * MR_ACK_QP_LEN;
 	if (size < hlen)

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Internal interfaces of metaroce.ko.
+ *
+ * Objects and lifetimes:
+ *  - struct mr_dev is one RDMA device ("rdma link add NAME type metaroce
+ *    netdev DEV"), bound to one Ethernet netdev for its whole life. It is
+ *    freed by ib_core after mr_dealloc_driver(), whichever way it goes away:
+ *    rdma link delete, the netdev's unregistration (or move to another
+ *    namespace), or module unload.
+ *  - struct mr_net is the per-network-namespace state: the UDP sockets
+ *    shared by every device whose netdev lives in that namespace. The
+ *    sockets are opened with the first such device and closed with the last.
+ *
+ * Locking:
+ *  - mr_lock (a mutex) serialises device creation and removal, the device
+ *    table's writers and each mr_net's socket refcount. Lock order: RTNL
+ *    before mr_lock. Nothing calls ib_register_device() or
+ *    ib_unregister_device() with mr_lock held.
+ *  - The device table is read under RCU by the receive path.
+ *  - mr_dev::lock (a spinlock) protects the port attributes and the cached
+ *    netdev name, written under RTNL by the netdev notifier.
+ */
+#ifndef _METAROCE_H
+#define _METAROCE_H
+
+#include <linux/hashtable.h>
+#include <linux/idr.h>
+#include <linux/if.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <linux/percpu.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+
+#include <metaroce/mr_engine.h>
+
+#include "compat.h"
+#include "counters.h"
+#include "limits.h"
+#include "version.h"
+#include "objects.h"
+
+#define METAROCE_NAME "metaroce"
+
+#define MR_PEER_HASH_BITS	6
+#define MR_PEER_HASH		(1 << MR_PEER_HASH_BITS)
+/* Packets one engine transmission round may send before yielding. */
+#define MR_PEER_TX_BUDGET	64
+/* Peers whose fair share is computed together. */
+#define MR_FS_MAX		128
+
+/* Receive capacity the fair share divides, until configured (Mbit/s). */
+#define METAROCE_DEFAULT_RX_MBPS 10000
+
+/* Default UDP port; never RoCEv2's 4791 nor UET's 4793. */
+#define METAROCE_DEFAULT_UDP_PORT 4797
+
+struct mr_port {
+	enum ib_port_state state;
+	enum ib_port_phys_state phys_state;
+	enum ib_mtu active_mtu;
+	u16 active_speed;
+	u8 active_width;
+	/* A state change could not be reported while registering. */
+	bool event_pending;
+};
+
+struct mr_net;
+
+struct mr_dev {
+	struct ib_device ibdev;		/* first: see ib_alloc_device() */
+
+	struct net_device *ndev;	/* held until mr_dealloc_driver() */
+	netdevice_tracker ndev_tracker;
+	struct mr_net *mrn;		/* ndev's namespace, socket ref held */
+
+	struct hlist_node node;		/* in the device table, by ndev */
+	struct work_struct unreg_work;	/* unregister on netdev removal */
+	bool unregistering;		/* netdev going; under mr_lock */
+
+	spinlock_t lock;		/* protects port and ifname */
+	struct mr_port port;
+	char ifname[IFNAMSIZ];
+
+	struct mr_counters __percpu *counters;
+	struct ida pd_ida;
+
+	/*
+	 * Memory regions by key >> 8 (mr.c). Written in process context
+	 * under the xarray's lock; read under RCU from any context.
+	 */
+	struct xarray mrs;
+	u32 mr_next;			/* xa_alloc_cyclic() cursor */
+	/* Serialises the 8-byte atomics executed on this device's MRs. */
+	spinlock_t atomic_lock;
+
+	/*
+	 * Data path (qp.c, peer.c, napi.c). QPs by number: written in process
+	 * context with the _bh xarray calls, looked up from NAPI under the
+	 * xarray lock, which pins a reference.
+	 */
+	struct xarray qps;
+	u32 next_qpn;
+	struct mr_conn_cfg conn_cfg;	/* for new peers */
+	u32 ud_epoch;			/* epoch field of UD packets */
+	u8 tclass;			/* traffic class of RC packets */
+
+	/* Peers by (local, remote) address: RCU readers, peers_lock writers. */
+	struct mutex peers_lock;
+	struct hlist_head peers[MR_PEER_HASH];
+	unsigned int npeers;
+	bool peers_stopping;
+	struct delayed_work peer_gc;
+	struct mr_totals retired;	/* counters of freed peers */
+
+	/* NAPI context (a dummy netdev of its own) and its work lists. */
+	struct net_device *napi_dev;
+	struct napi_struct napi;
+	struct sk_buff_head rxq;
+	spinlock_t work_lock;		/* qp_work, peer_work */
+	struct list_head qp_work;
+	struct list_head peer_work;
+	struct mr_ack rx_ack;		/* NAPI scratch */
+
+	/* Receiver fair share, recomputed from NAPI. */
+	struct mr_fs_dev fs;
+	u64 fs_next;
+	u32 fs_demand[MR_FS_MAX];
+	u32 fs_ce[MR_FS_MAX];
+	u32 fs_share[MR_FS_MAX];
+	struct mr_peer *fs_peer[MR_FS_MAX];
+};
+
+static inline struct mr_dev *to_mr_dev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct mr_dev, ibdev);
+}
+
+/* main.c */
+extern unsigned short mr_udp_port;
+extern struct workqueue_struct *mr_wq;
+
+/* device.c */
+extern struct mutex mr_lock;
+struct mr_dev *mr_dev_find(const struct net_device *ndev);
+struct mr_dev *mr_dev_find_rcu(const struct net_device *ndev);
+void mr_dev_queue_unregister(struct mr_dev *dev);
+void mr_dev_remove_all(void);
+void mr_dealloc_driver(struct ib_device *ibdev);
+extern struct rdma_link_ops mr_link_ops;
+
+/* verbs.c */
+extern const struct ib_device_ops mr_dev_ops;
+
+/* port.c */
+void mr_port_update(struct mr_dev *dev, bool notify);
+void mr_port_flush_event(struct mr_dev *dev);
+int mr_query_pkey(struct ib_device *ibdev, u32 port_num, u16 index,
+		  u16 *pkey);
+int mr_query_port(struct ib_device *ibdev, u32 port_num,
+		  struct ib_port_attr *attr);
+int mr_get_port_immutable(struct ib_device *ibdev, u32 port_num,
+			  struct ib_port_immutable *immutable);
+enum ib_mtu mr_mtu_from_netdev(unsigned int netdev_mtu);
+
+/* netdev.c */
+int mr_netdev_init(void);
+void mr_netdev_exit(void);
+
+/* socket.c */
+int mr_net_init(void);
+void mr_net_exit(void);
+struct mr_net *mr_net_get(struct net *net);
+void mr_net_put(struct mr_net *mrn);
+void mr_net_count_unmatched(struct mr_net *mrn);
+
+/* socket.c: the namespace socket for @family, or NULL */
+struct sock *mr_net_sock(struct mr_net *mrn, int family);
+
+/* receive.c */
+int mr_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
+
+/* counters.c */
+struct rdma_hw_stats *mr_alloc_hw_port_stats(struct ib_device *ibdev,
+					     u32 port_num);
+int mr_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		    u32 port_num, int index);
+
+/* sysfs.c */
+extern const struct attribute_group mr_attr_group;
+
+#endif /* _METAROCE_H */

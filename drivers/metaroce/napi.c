@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The device's NAPI context, where the transport runs.
+ *
+ * The UDP socket's encap_rcv queues packets here; one poll processes up to
+ * its budget of them: each is validated by the engine's parser, matched to
+ * a peer and QP, run through the engine, and its payload placed straight
+ * into the registered memory it names. After the batch every peer that
+ * received something coalesces its ACKs into one round and sends what its
+ * windows now allow. The same poll then serves send queues with new work
+ * requests and peers whose timer fired: nothing in the data path sleeps.
+ */
+
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <net/inet_ecn.h>
+
+#include "metaroce.h"
+
+/* Received packets waiting for the poll, at most. */
+#define MR_RXQ_MAX		4096
+/* Send queues and peers served per poll before yielding. */
+#define MR_SERVICE_BUDGET	64
+/* Fair-share recomputation interval. */
+#define MR_FS_PERIOD_NS		(100 * NSEC_PER_USEC)
+
+struct mr_skb_cb {
+	bool ce;
+};
+
+#define MR_SKB_CB(skb) ((struct mr_skb_cb *)(skb)->cb)
+
+static void mr_napi_schedule(struct mr_dev *dev)
+{
+	/*
+	 * From process context, run the poll at once on local_bh_enable()
+	 * rather than at the next interrupt.
+	 */
+	if (irqs_disabled() || in_hardirq()) {
+		napi_schedule(&dev->napi);
+	} else {
+		local_bh_disable();
+		napi_schedule(&dev->napi);
+		local_bh_enable();
+	}
+}
+
+void mr_napi_rx(struct mr_dev *dev, struct sk_buff *skb, bool ce)
+{
+	if (skb_queue_len(&dev->rxq) >= MR_RXQ_MAX) {
+		mr_counter_add(dev->counters, MR_CNT_RX_DROP_BACKLOG, 1);
+		kfree_skb(skb);
+		return;
+	}
+	MR_SKB_CB(skb)->ce = ce;
+	skb_queue_tail(&dev->rxq, skb);
+	napi_schedule(&dev->napi);
+}
+
+void mr_napi_kick_qp(struct mr_ibqp *qp)
+{
+	struct mr_dev *dev = qp->dev;
+	unsigned long flags;
+
+	spin_lock_irqsave(&dev->work_lock, flags);
+	if (!qp->on_work) {
+		qp->on_work = true;
+		list_add_tail(&qp->work_node, &dev->qp_work);
+	}
+	spin_unlock_irqrestore(&dev->work_lock, flags);
+	mr_napi_schedule(dev);
+}
+
+void mr_napi_kick_peer(struct mr_peer *peer, int work_bit)
+{
+	struct mr_dev *dev = peer->dev;
+	unsigned long flags;
+
+	set_bit(work_bit, &peer->work);
+	spin_lock_irqsave(&dev->work_lock, flags);
+	if (!peer->dead && list_empty(&peer->work_node))
+		list_add_tail(&peer->work_node, &dev->peer_work);
+	spin_unlock_irqrestore(&dev->work_lock, flags);
+	mr_napi_schedule(dev);
+}
+
+static void mr_addr_v4mapped(struct in6_addr *a, __be32 v4)
+{
+	ipv6_addr_set_v4mapped(v4, a);
+}
+
+/* Do what the engine asked with a data packet; returns enum mr_rx_status. */
+static int mr_rx_place(struct mr_dev *dev, struct mr_ibqp *qp,
+		       const struct mr_hdr *h, const struct mr_rx *rx,
+		       struct sk_buff *skb, int hlen)
+{
+	struct ib_pd *pd = qp->ibqp.pd;
+	struct mr_mem *mem;
+	struct mr_swqe *wqe;
+	struct mr_rwqe *w;
+	u64 at;
+
+	switch (rx->action) {
+	case MR_RXA_WRITE:
+		if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE))
+			return MR_RXS_ACCESS;
+		if (!h->plen)
+			return MR_RXS_OK;
+		at = h->raddr + h->offset;
+		if (at < h->raddr)
+			return MR_RXS_ACCESS;
+		mem = mr_mem_get(dev, pd, h->rkey, IB_ACCESS_REMOTE_WRITE, at,
+				 h->plen);
+		if (!mem)
+			return MR_RXS_ACCESS;
+		if (mr_mem_write_skb(mem, at, skb, hlen, h->plen)) {
+			mr_mem_put(mem);
+			return MR_RXS_ACCESS;
+		}
+		mr_mem_put(mem);
+		return MR_RXS_OK;
+	case MR_RXA_SEND:
+		w = mr_qp_recv_wqe(qp, rx->cookie);
+		if (h->offset > w->length || h->plen > w->length - h->offset)
+			return MR_RXS_LENGTH;
+		if (mr_sges_write(dev, pd, w->sge, w->num_sge, h->offset, NULL,
+				  skb, hlen, h->plen))
+			return MR_RXS_ACCESS;
+		return MR_RXS_OK;
+	case MR_RXA_READ_RESP:
+		wqe = mr_sring_slot(&qp->sq, (u32)rx->cookie);
+		if (mr_sges_write(dev, pd, wqe->sge, wqe->num_sge, h->offset,
+				  NULL, skb, hlen, h->plen))
+			return MR_RXS_LOCAL;
+		return MR_RXS_OK;
+	case MR_RXA_ATOMIC_RESP:
+		wqe = mr_sring_slot(&qp->sq, (u32)rx->cookie);
+		if (mr_sges_write(dev, pd, wqe->sge, wqe->num_sge, 0, &h->orig,
+				  NULL, 0, sizeof(h->orig)))
+			return MR_RXS_LOCAL;
+		return MR_RXS_OK;
+	default:
+		return MR_RXS_INVALID;
+	}
+}
+
+static void mr_rx_one(struct mr_dev *dev, struct sk_buff *skb,
+		      struct list_head *touched)
+{
+	struct in6_addr local, remote;
+	struct mr_ibqp *qp = NULL;
+	struct mr_ack *ack = &dev->rx_ack;
+	struct mr_peer *peer;
+	struct mr_hdr h;
+	struct mr_rx rx;
+	u32 pull;
+	int hlen;
+
+	pull = min_t(u32, skb->len, MR_HLEN_MAX);
+	if (skb->len >= 2 && pskb_may_pull(skb, 2) &&
+	    skb->data[1] == MR_OP_ACK)
+		pull = min_t(u32, skb->len, MR_ACK_MAX_LEN);
+	if (!pskb_may_pull(skb, pull)) {
+		mr_counter_add(dev->counters, MR_CNT_RX_DROP_MALFORMED, 1);
+		return;
+	}
+	hlen = mr_wire_decode(skb->data, skb->len, &h, ack);
+	if (hlen < 0) {
+		mr_counter_add(dev->counters, MR_CNT_RX_DROP_MALFORMED, 1);
+		return;
+	}
+
+	if (h.opcode == MR_OP_UD_SEND) {
+		qp = mr_qp_get(dev, h.dst_qpn);
+		if (!qp || qp->ibqp.qp_type == IB_QPT_RC)
+			mr_counter_add(dev->counters, MR_CNT_RX_DROP_NO_QP, 1);
+		else
+			mr_qp_ud_recv(qp, &h, skb, hlen);
+		if (qp)
+			mr_qp_put(qp);
+		return;
+	}
+
+	if (skb->protocol == htons(ETH_P_IP)) {
+		mr_addr_v4mapped(&local, ip_hdr(skb)->daddr);
+		mr_addr_v4mapped(&remote, ip_hdr(skb)->saddr);
+	} else {
+		local = ipv6_hdr(skb)->daddr;
+		remote = ipv6_hdr(skb)->saddr;
+	}
+	peer = mr_peer_lookup_rcu(dev, &local, &remote);
+	if (!peer) {
+		mr_counter_add(dev->counters, MR_CNT_RX_DROP_NO_CONN, 1);
+		return;
+	}
+	if (h.opcode != MR_OP_ACK)
+		qp = mr_qp_get(dev, h.dst_qpn);
+
+	spin_lock(&peer->lock);
+	mr_conn_rx(&peer->conn, qp ? &qp->eng : NULL, &h,
+		   h.opcode == MR_OP_ACK ? ack : NULL,
+		   MR_SKB_CB(skb)->ce, ktime_get_ns(), &rx);
+	if (rx.action != MR_RXA_NONE && rx.action != MR_RXA_DROP) {
+		int st = qp ? mr_rx_place(dev, qp, &h, &rx, skb, hlen) :
+			      MR_RXS_INVALID;
+
+		mr_conn_rx_done(&peer->conn, &h, &rx, st, 0, ktime_get_ns());
+	}
+	spin_unlock(&peer->lock);
+	if (qp)
+		mr_qp_put(qp);
+	if (list_empty(&peer->rx_node))
+		list_add_tail(&peer->rx_node, touched);
+}
+
+/* ACKs and transmission for every peer the batch touched. */
+static void mr_rx_finish(struct list_head *touched)
+{
+	struct mr_peer *peer, *tmp;
+
+	list_for_each_entry_safe(peer, tmp, touched, rx_node) {
+		int sent;
+
+		list_del_init(&peer->rx_node);
+		spin_lock(&peer->lock);
+		mr_conn_rx_flush(&peer->conn, ktime_get_ns());
+		sent = mr_peer_tx(peer, MR_PEER_TX_BUDGET);
+		mr_peer_settle(peer, sent, MR_PEER_TX_BUDGET);
+		spin_unlock(&peer->lock);
+	}
+}
+
+/* Serve queued send queues and peers; returns true if work remains. */
+static bool mr_service(struct mr_dev *dev)
+{
+	int n;
+
+	for (n = 0; n < MR_SERVICE_BUDGET; n++) {
+		struct mr_ibqp *qp;
+
+		spin_lock_irq(&dev->work_lock);
+		qp = list_first_entry_or_null(&dev->qp_work, struct mr_ibqp,
+					      work_node);
+		if (qp) {
+			list_del_init(&qp->work_node);
+			qp->on_work = false;
+			if (!refcount_inc_not_zero(&qp->ref))
+				qp = NULL;
+		}
+		spin_unlock_irq(&dev->work_lock);
+		if (!qp)
+			break;
+		mr_qp_service(qp);
+		mr_qp_put(qp);
+	}
+	for (n = 0; n < MR_SERVICE_BUDGET; n++) {
+		struct mr_peer *peer;
+		unsigned long work;
+
+		spin_lock_irq(&dev->work_lock);
+		peer = list_first_entry_or_null(&dev->peer_work,
+						struct mr_peer, work_node);
+		if (peer)
+			list_del_init(&peer->work_node);
+		spin_unlock_irq(&dev->work_lock);
+		if (!peer)
+			break;
+		work = xchg(&peer->work, 0);
+		if (work & BIT(MR_PEER_WORK_TIMER)) {
+			mr_peer_timer_run(peer);
+		} else if (work & BIT(MR_PEER_WORK_TX)) {
+			int sent;
+
+			spin_lock(&peer->lock);
+			sent = mr_peer_tx(peer, MR_PEER_TX_BUDGET);
+			mr_peer_settle(peer, sent, MR_PEER_TX_BUDGET);
+			spin_unlock(&peer->lock);
+		}
+	}
+	return !list_empty(&dev->qp_work) || !list_empty(&dev->peer_work);
+}
+
+/* Recompute the fair-share hints the device grants its senders. */
+static void mr_fs_tick(struct mr_dev *dev)
+{
+	struct mr_peer *peer;
+	u64 now = ktime_get_ns();
+	u32 n = 0, i;
+	int b;
+
+	if (now < dev->fs_next)
+		return;
+	dev->fs_next = now + MR_FS_PERIOD_NS;
+	for (b = 0; b < MR_PEER_HASH && n < MR_FS_MAX; b++) {
+		hlist_for_each_entry_rcu(peer, &dev->peers[b], node) {
+			if (n == MR_FS_MAX)
+				break;
+			spin_lock(&peer->lock);
+			dev->fs_demand[n] = mr_conn_rx_rate(&peer->conn, now,
+							    &dev->fs_ce[n]);
+			spin_unlock(&peer->lock);
+			dev->fs_peer[n++] = peer;
+		}
+	}
+	if (!n)
+		return;
+	mr_fs_update(&dev->fs, dev->fs_demand, dev->fs_ce, n, dev->fs_share);
+	for (i = 0; i < n; i++) {
+		spin_lock(&dev->fs_peer[i]->lock);
+		mr_conn_set_hint(&dev->fs_peer[i]->conn, dev->fs_share[i]);
+		spin_unlock(&dev->fs_peer[i]->lock);
+	}
+}
+
+static int mr_napi_poll(struct napi_struct *napi, int budget)
+{
+	struct mr_dev *dev = container_of(napi, struct mr_dev, napi);
+	LIST_HEAD(touched);
+	bool more;
+	int done = 0;
+
+	rcu_read_lock();
+	while (done < budget) {
+		struct sk_buff *skb = skb_dequeue(&dev->rxq);
+
+		if (!skb)
+			break;
+		mr_rx_one(dev, skb, &touched);
+		consume_skb(skb);
+		done++;
+	}
+	mr_rx_finish(&touched);
+	more = mr_service(dev);
+	mr_fs_tick(dev);
+	rcu_read_unlock();
+
+	if (done == budget || more)
+		return budget;
+	napi_complete_done(napi, done);
+	return done;
+}
+
+int mr_napi_init(struct mr_dev *dev)
+{
+	dev->napi_dev = mr_alloc_dummy_netdev();
+	if (!dev->napi_dev)
+		return -ENOMEM;
+	skb_queue_head_init(&dev->rxq);
+	spin_lock_init(&dev->work_lock);
+	INIT_LIST_HEAD(&dev->qp_work);
+	INIT_LIST_HEAD(&dev->peer_work);
+	netif_napi_add(dev->napi_dev, &dev->napi, mr_napi_poll);
+	napi_enable(&dev->napi);
+	return 0;
+}
+
+void mr_napi_destroy(struct mr_dev *dev)
+{
+	if (!dev->napi_dev)
+		return;
+	napi_disable(&dev->napi);
+	netif_napi_del(&dev->napi);
+	skb_queue_purge(&dev->rxq);
+	mr_free_dummy_netdev(dev->napi_dev);
+	dev->napi_dev = NULL;
+}

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Peers: one transport engine connection per (device, local address,
+ * remote address), shared by every RC QP between the two endpoints (the
+ * "unified connection" of the protocol).
+ *
+ * A peer is created when the first QP is connected to the remote address
+ * (modify_qp to RTR) and outlives its last QP by metaroce's peer_idle time,
+ * so that data in flight drains and a new QP to the same peer reuses the
+ * connection. The engine runs under peer->lock, from the device's NAPI
+ * context (packets, timers) and from verbs calls (connect, destroy).
+ *
+ * This file also implements the engine's callbacks: building packets
+ * (payload copied once, from registered memory into the skb), completions,
+ * receive matching and READ/atomic execution.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/hash.h>
+#include <linux/random.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+
+#include "metaroce.h"
+
+/* How long an unused, idle peer is kept (ns). */
+#define MR_PEER_IDLE_NS		(5ULL * NSEC_PER_SEC)
+#define MR_PEER_GC_PERIOD	(2 * HZ)
+
+static u32 mr_peer_hash(const struct in6_addr *local,
+			const struct in6_addr *remote)
+{
+	u32 h = jhash2((const u32 *)remote, 4, 0);
+
+	return hash_32(jhash2((const u32 *)local, 4, h), MR_PEER_HASH_BITS);
+}
+
+struct mr_peer *mr_peer_lookup_rcu(struct mr_dev *dev,
+				   const struct in6_addr *local,
+				   const struct in6_addr *remote)
+{
+	struct mr_peer *peer;
+
+	hlist_for_each_entry_rcu(peer, &dev->peers[mr_peer_hash(local, remote)],
+				 node)
+		if (ipv6_addr_equal(&peer->addr.remote, remote) &&
+		    ipv6_addr_equal(&peer->addr.local, local))
+			return peer;
+	return NULL;
+}
+
+/* Build the payload of @pkt into @to. */
+static int mr_peer_payload(struct mr_peer *peer, const struct mr_txpkt *pkt,
+			   u8 *to)
+{
+	struct mr_ibqp *qp = mr_ibqp_of_eng(pkt->qp);
+	struct ib_pd *pd = qp->ibqp.pd;
+	struct mr_mem *mem;
+
+	if (pkt->kind == MR_TX_REQ) {
+		struct mr_swqe *wqe = mr_sring_slot(&qp->sq, (u32)pkt->cookie);
+
+		if (wqe->inlined) {
+			if (pkt->offset > wqe->length ||
+			    pkt->plen > wqe->length - pkt->offset)
+				return -EINVAL;
+			memcpy(to, wqe->data + pkt->offset, pkt->plen);
+			return 0;
+		}
+		return mr_sges_read(peer->dev, pd, wqe->sge, wqe->num_sge,
+				    pkt->offset, to, pkt->plen);
+	}
+	/* READ response: the source is checked again for every packet. */
+	mem = mr_mem_get(peer->dev, pd, pkt->key, IB_ACCESS_REMOTE_READ,
+			 pkt->cookie + pkt->offset, pkt->plen);
+	if (!mem)
+		return -EACCES;
+	mr_mem_read(mem, pkt->cookie + pkt->offset, to, pkt->plen);
+	mr_mem_put(mem);
+	return 0;
+}
+
+static int mr_peer_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *pkt)
+{
+	struct mr_peer *peer = env;
+	struct sk_buff *skb;
+	int path = pkt->path;
+
+	skb = mr_xmit_alloc(pkt->hlen + pkt->plen, GFP_ATOMIC);
+	if (!skb)
+		return MR_XMIT_BUSY;
+	skb_put_data(skb, pkt->hdr, pkt->hlen);
+	if (pkt->plen &&
+	    mr_peer_payload(peer, pkt, skb_put(skb, pkt->plen))) {
+		kfree_skb(skb);
+		return MR_XMIT_GONE;
+	}
+	/* A route failure drops the packet; the transport recovers. */
+	mr_xmit(peer->dev, skb, &peer->addr, pkt->sport, peer->dev->tclass,
+		&peer->dst[path], &peer->dst_sport[path]);
+	return 0;
+}
+
+static void mr_peer_complete(void *env, struct mr_qp *qp,
+			     const struct mr_cqe *cqe)
+{
+	mr_qp_eng_complete(mr_ibqp_of_eng(qp), cqe);
+}
+
+static void mr_peer_qp_error(void *env, struct mr_qp *qp, int status)
+{
+	mr_qp_eng_error(mr_ibqp_of_eng(qp), status);
+}
+
+static int mr_peer_bind_recv(void *env, struct mr_qp *qp, u32 ssn,
+			     u64 *cookie, u32 *len)
+{
+	return mr_qp_eng_bind_recv(mr_ibqp_of_eng(qp), ssn, cookie, len);
+}
+
+static int mr_peer_execute(void *env, struct mr_qp *eqp,
+			   const struct mr_hdr *req, u64 *result)
+{
+	struct mr_ibqp *qp = mr_ibqp_of_eng(eqp);
+	struct mr_peer *peer = env;
+	int want = req->opcode == MR_OP_READ_REQ ? IB_ACCESS_REMOTE_READ :
+						   IB_ACCESS_REMOTE_ATOMIC;
+	struct mr_mem *mem;
+	u64 len = req->opcode == MR_OP_READ_REQ ? req->msg_len : 8;
+
+	if (!(qp->attr.qp_access_flags & want))
+		return MR_RXS_ACCESS;
+	/* A zero-length READ names no memory. */
+	if (!len)
+		return MR_RXS_OK;
+	mem = mr_mem_get(peer->dev, qp->ibqp.pd, req->rkey, want, req->raddr,
+			 len);
+	if (!mem)
+		return MR_RXS_ACCESS;
+	if (req->opcode != MR_OP_READ_REQ)
+		*result = mr_mem_atomic(mem, req->raddr,
+					req->opcode == MR_OP_CMP_SWAP,
+					req->swap_add, req->compare);
+	mr_mem_put(mem);
+	return MR_RXS_OK;
+}
+
+static struct mr_qp *mr_peer_lookup_qp(void *env, struct mr_conn *c, u32 qpn)
+{
+	struct mr_peer *peer = env;
+	struct mr_ibqp *qp;
+
+	/* Under peer->lock: a QP attached to this peer cannot go away. */
+	qp = xa_load(&peer->dev->qps, qpn);
+	if (!qp || qp->peer != peer)
+		return NULL;
+	return &qp->eng;
+}
+
+static const struct mr_env_ops mr_peer_ops = {
+	.xmit = mr_peer_xmit,
+	.complete = mr_peer_complete,
+	.qp_error = mr_peer_qp_error,
+	.bind_recv = mr_peer_bind_recv,
+	.execute = mr_peer_execute,
+	.lookup_qp = mr_peer_lookup_qp,
+};
+
+static enum hrtimer_restart mr_peer_timer_fn(struct hrtimer *t)
+{
+	struct mr_peer *peer = container_of(t, struct mr_peer, timer);
+
+	mr_napi_kick_peer(peer, MR_PEER_WORK_TIMER);
+	return HRTIMER_NORESTART;
+}
+
+int mr_peer_tx(struct mr_peer *peer, int budget)
+{
+	lockdep_assert_held(&peer->lock);
+	return mr_conn_tx(&peer->conn, ktime_get_ns(), budget);
+}
+
+void mr_peer_settle(struct mr_peer *peer, int sent, int budget)
+{
+	u64 t;
+
+	lockdep_assert_held(&peer->lock);
+	if (peer->dead)
+		return;
+	t = mr_conn_next_timer(&peer->conn);
+	if (t != MR_U64_MAX &&
+	    (t < peer->timer_at || !hrtimer_is_queued(&peer->timer))) {
+		peer->timer_at = t;
+		hrtimer_start(&peer->timer, ns_to_ktime(t),
+			      HRTIMER_MODE_ABS_SOFT);
+	}
+	if (sent >= budget)
+		mr_napi_kick_peer(peer, MR_PEER_WORK_TX);
+}
+
+void mr_peer_timer_run(struct mr_peer *peer)
+{
+	u64 now = ktime_get_ns();
+	int sent;
+
+	spin_lock_bh(&peer->lock);
+	peer->timer_at = MR_U64_MAX;
+	mr_conn_timer(&peer->conn, now);
+	sent = mr_peer_tx(peer, MR_PEER_TX_BUDGET);
+	mr_peer_settle(peer, sent, MR_PEER_TX_BUDGET);
+	spin_unlock_bh(&peer->lock);
+}
+
+static void mr_peer_free(struct mr_peer *peer)
+{
+	int i;
+
+	for (i = 0; i < MR_MAX_PATHS; i++)
+		dst_cache_destroy(&peer->dst[i]);
+	kvfree(peer->segs);
+	kfree(peer);
+}
+
+static struct mr_peer *mr_peer_create(struct mr_dev *dev,
+				      const struct mr_addr *addr)
+{
+	struct mr_peer *peer;
+	u32 epoch;
+	int i;
+
+	peer = kzalloc(sizeof(*peer), GFP_KERNEL);
+	if (!peer)
+		return NULL;
+	peer->segs = kvcalloc(dev->conn_cfg.seg_wnd, sizeof(*peer->segs),
+			      GFP_KERNEL);
+	if (!peer->segs)
+		goto err;
+	for (i = 0; i < MR_MAX_PATHS; i++)
+		if (dst_cache_init(&peer->dst[i], GFP_KERNEL))
+			goto err;
+	spin_lock_init(&peer->lock);
+	peer->dev = dev;
+	peer->addr = *addr;
+	peer->timer_at = MR_U64_MAX;
+	INIT_LIST_HEAD(&peer->work_node);
+	INIT_LIST_HEAD(&peer->rx_node);
+	hrtimer_init(&peer->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	peer->timer.function = mr_peer_timer_fn;
+	do {
+		epoch = get_random_u32();
+	} while (!epoch);
+	if (mr_conn_init(&peer->conn, &dev->conn_cfg, peer->segs,
+			 &mr_peer_ops, peer, epoch, get_random_u64(),
+			 ktime_get_ns()))
+		goto err;
+	return peer;
+err:
+	mr_peer_free(peer);
+	return NULL;
+}
+
+struct mr_peer *mr_peer_attach(struct mr_dev *dev, const struct mr_addr *addr)
+{
+	struct mr_peer *peer;
+
+	mutex_lock(&dev->peers_lock);
+	rcu_read_lock();
+	peer = mr_peer_lookup_rcu(dev, &addr->local, &addr->remote);
+	rcu_read_unlock();
+	if (!peer) {
+		peer = mr_peer_create(dev, addr);
+		if (peer) {
+			hlist_add_head_rcu(&peer->node,
+					   &dev->peers[mr_peer_hash(&addr->local,
+								    &addr->remote)]);
+			dev->npeers++;
+		}
+	}
+	if (peer)
+		peer->nqps++;
+	mutex_unlock(&dev->peers_lock);
+	return peer;
+}
+
+void mr_peer_detach(struct mr_peer *peer)
+{
+	struct mr_dev *dev = peer->dev;
+
+	mutex_lock(&dev->peers_lock);
+	if (!--peer->nqps)
+		peer->idle_since = ktime_get_ns();
+	mutex_unlock(&dev->peers_lock);
+}
+
+static void mr_totals_add(struct mr_totals *t, const struct mr_conn *c)
+{
+	int i;
+
+	for (i = 0; i < MR_ST_MAX; i++)
+		t->stats[i] += c->stats[i];
+	for (i = 0; i < MR_DROP_NR_REASONS; i++)
+		t->drops[i] += c->drops[i];
+	for (i = 0; i < MR_MAX_PATHS; i++) {
+		t->path_tx[i] += c->path[i].tx_pkts;
+		t->path_retx[i] += c->path[i].retx;
+	}
+}
+
+static void mr_peer_retire(struct mr_dev *dev, struct mr_peer *peer)
+{
+	lockdep_assert_held(&dev->peers_lock);
+	hlist_del_rcu(&peer->node);
+	dev->npeers--;
+	spin_lock_bh(&peer->lock);
+	peer->dead = true;
+	mr_totals_add(&dev->retired, &peer->conn);
+	spin_unlock_bh(&peer->lock);
+	hrtimer_cancel(&peer->timer);
+	spin_lock_bh(&dev->work_lock);
+	list_del_init(&peer->work_node);
+	spin_unlock_bh(&dev->work_lock);
+}
+
+/* Free peers that have had no QP for MR_PEER_IDLE_NS and are idle. */
+static void mr_peer_gc(struct work_struct *work)
+{
+	struct mr_dev *dev = container_of(to_delayed_work(work), struct mr_dev,
+					  peer_gc);
+	struct mr_peer *peer, *dead = NULL;
+	struct hlist_node *tmp;
+	u64 now = ktime_get_ns();
+	int b;
+
+	mutex_lock(&dev->peers_lock);
+	for (b = 0; b < MR_PEER_HASH; b++) {
+		hlist_for_each_entry_safe(peer, tmp, &dev->peers[b], node) {
+			bool idle;
+
+			if (peer->nqps || now - peer->idle_since < MR_PEER_IDLE_NS)
+				continue;
+			spin_lock_bh(&peer->lock);
+			idle = mr_conn_idle(&peer->conn);
+			spin_unlock_bh(&peer->lock);
+			if (!idle && now - peer->idle_since < 30 * MR_PEER_IDLE_NS)
+				continue;
+			mr_peer_retire(dev, peer);
+			/* Chain through rx_node: unused once retired. */
+			peer->rx_node.next = (struct list_head *)dead;
+			dead = peer;
+		}
+	}
+	mutex_unlock(&dev->peers_lock);
+	if (dead) {
+		/* NAPI polls that may still hold a pointer are done after this. */
+		synchronize_net();
+		while (dead) {
+			peer = dead;
+			dead = (struct mr_peer *)peer->rx_node.next;
+			mr_peer_free(peer);
+		}
+	}
+	if (!dev->peers_stopping)
+		queue_delayed_work(mr_wq, &dev->peer_gc, MR_PEER_GC_PERIOD);
+}
+
+int mr_peers_init(struct mr_dev *dev)
+{
+	int i;
+
+	mutex_init(&dev->peers_lock);
+	for (i = 0; i < MR_PEER_HASH; i++)
+		INIT_HLIST_HEAD(&dev->peers[i]);
+	INIT_DELAYED_WORK(&dev->peer_gc, mr_peer_gc);
+	queue_delayed_work(mr_wq, &dev->peer_gc, MR_PEER_GC_PERIOD);
+	return 0;
+}
+
+/* Device teardown: every QP is gone; free every peer. */
+void mr_peers_destroy(struct mr_dev *dev)
+{
+	struct mr_peer *peer;
+	struct hlist_node *tmp;
+	int b;
+
+	dev->peers_stopping = true;
+	cancel_delayed_work_sync(&dev->peer_gc);
+	mutex_lock(&dev->peers_lock);
+	for (b = 0; b < MR_PEER_HASH; b++) {
+		hlist_for_each_entry_safe(peer, tmp, &dev->peers[b], node) {
+			WARN_ON_ONCE(peer->nqps);
+			mr_peer_retire(dev, peer);
+			synchronize_net();
+			mr_peer_free(peer);
+		}
+	}
+	mutex_unlock(&dev->peers_lock);
+}
+
+void mr_peers_totals(struct mr_dev *dev, struct mr_totals *t)
+{
+	struct mr_peer *peer;
+	int b;
+
+	mutex_lock(&dev->peers_lock);
+	*t = dev->retired;
+	for (b = 0; b < MR_PEER_HASH; b++) {
+		hlist_for_each_entry(peer, &dev->peers[b], node) {
+			spin_lock_bh(&peer->lock);
+			mr_totals_add(t, &peer->conn);
+			spin_unlock_bh(&peer->lock);
+		}
+	}
+	mutex_unlock(&dev->peers_lock);
+}

@@ -1,0 +1,1298 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Queue pairs: creation, the verbs state machine, posting, completions.
+ *
+ * Work requests are copied into the QP's send ring at post time (any
+ * context) and the device's NAPI context is kicked; there they are handed
+ * to the transport engine (RC) or sent (UD/GSI). The engine reports
+ * completions in posting order through mr_qp_eng_complete(), which retires
+ * ring entries and writes CQEs. Receive WQEs sit in the QP's receive ring
+ * (or an SRQ) until the engine binds one to an incoming SEND.
+ *
+ * An RC QP is attached to a peer (the engine connection to the remote
+ * address of its address vector) from RTR until reset or destroy.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/etherdevice.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <rdma/ib_pack.h>
+
+#include "metaroce.h"
+
+/* Largest inline send: payload copied into the work request itself. */
+#define MR_MAX_INLINE		256
+#define MR_GRH_LEN		40
+/* Send budget of one NAPI service of a QP (UD) */
+#define MR_UD_BUDGET		64
+
+/* --------------------------------------------------------------- helpers */
+
+int mr_sges_read(struct mr_dev *dev, struct ib_pd *pd,
+		 const struct ib_sge *sge, u32 num_sge, u32 offset, void *to,
+		 u32 len)
+{
+	u32 i;
+
+	for (i = 0; i < num_sge && len; i++) {
+		struct mr_mem *mem;
+		u32 n;
+
+		if (offset >= sge[i].length) {
+			offset -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - offset);
+		mem = mr_mem_get(dev, pd, sge[i].lkey, 0, sge[i].addr + offset,
+				 n);
+		if (!mem)
+			return -EACCES;
+		mr_mem_read(mem, sge[i].addr + offset, to, n);
+		mr_mem_put(mem);
+		to += n;
+		len -= n;
+		offset = 0;
+	}
+	return len ? -EINVAL : 0;
+}
+
+int mr_sges_write(struct mr_dev *dev, struct ib_pd *pd,
+		  const struct ib_sge *sge, u32 num_sge, u32 offset,
+		  const void *from, const struct sk_buff *skb, int skb_off,
+		  u32 len)
+{
+	u32 i;
+
+	for (i = 0; i < num_sge && len; i++) {
+		struct mr_mem *mem;
+		u64 at;
+		u32 n;
+
+		if (offset >= sge[i].length) {
+			offset -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - offset);
+		at = sge[i].addr + offset;
+		mem = mr_mem_get(dev, pd, sge[i].lkey, IB_ACCESS_LOCAL_WRITE,
+				 at, n);
+		if (!mem)
+			return -EACCES;
+		if (from) {
+			mr_mem_write(mem, at, from, n);
+			from += n;
+		} else if (mr_mem_write_skb(mem, at, skb, skb_off, n)) {
+			mr_mem_put(mem);
+			return -EFAULT;
+		}
+		mr_mem_put(mem);
+		skb_off += n;
+		len -= n;
+		offset = 0;
+	}
+	return len ? -EINVAL : 0;
+}
+
+static int mr_sring_init(struct mr_sring *r, u32 size, u32 max_sge,
+			 u32 max_inline)
+{
+	u32 payload = max(max_sge * (u32)sizeof(struct ib_sge), max_inline);
+
+	r->size = max(size, 1U);
+	r->stride = ALIGN(sizeof(struct mr_swqe) + payload, 8);
+	r->buf = kvcalloc(r->size, r->stride, GFP_KERNEL);
+	r->head = 0;
+	r->eng = 0;
+	r->tail = 0;
+	return r->buf ? 0 : -ENOMEM;
+}
+
+static enum ib_wc_status mr_wc_status(u8 st)
+{
+	switch (st) {
+	case MR_WC_OK:
+		return IB_WC_SUCCESS;
+	case MR_WC_LOC_LEN_ERR:
+		return IB_WC_LOC_LEN_ERR;
+	case MR_WC_REM_ACCESS_ERR:
+		return IB_WC_REM_ACCESS_ERR;
+	case MR_WC_REM_INV_REQ_ERR:
+		return IB_WC_REM_INV_REQ_ERR;
+	case MR_WC_REM_OP_ERR:
+		return IB_WC_REM_OP_ERR;
+	case MR_WC_RETRY_EXC_ERR:
+		return IB_WC_RETRY_EXC_ERR;
+	case MR_WC_RNR_RETRY_EXC_ERR:
+		return IB_WC_RNR_RETRY_EXC_ERR;
+	case MR_WC_LOC_PROT_ERR:
+		return IB_WC_LOC_PROT_ERR;
+	case MR_WC_LOC_QP_OP_ERR:
+		return IB_WC_LOC_QP_OP_ERR;
+	default:
+		return IB_WC_WR_FLUSH_ERR;
+	}
+}
+
+static enum ib_wc_opcode mr_wc_opcode(u32 wr_opcode)
+{
+	switch (wr_opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	case IB_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case IB_WR_REG_MR:
+		return IB_WC_REG_MR;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+static bool mr_qp_is_rc(const struct mr_ibqp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC;
+}
+
+struct mr_ibqp *mr_qp_get(struct mr_dev *dev, u32 qpn)
+{
+	struct mr_ibqp *qp;
+
+	xa_lock(&dev->qps);
+	qp = xa_load(&dev->qps, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	xa_unlock(&dev->qps);
+	return qp;
+}
+
+void mr_qp_put(struct mr_ibqp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
+}
+
+/* ------------------------------------------------------- send completion */
+
+/* Report finished send WQEs in order; called with no ring lock held. */
+static void mr_qp_sq_retire(struct mr_ibqp *qp)
+{
+	struct mr_cq *cq = to_mr_cq(qp->ibqp.send_cq);
+	unsigned long flags;
+	bool drained = false;
+
+	for (;;) {
+		struct mr_swqe *wqe;
+		struct ib_wc wc = {};
+		bool report;
+
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		if (qp->sq.head == qp->sq.eng) {
+			drained = qp->sq_draining;
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+			break;
+		}
+		wqe = mr_sring_slot(&qp->sq, qp->sq.head);
+		if (!wqe->done) {
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+			break;
+		}
+		wc.wr_id = wqe->wr_id;
+		wc.status = wqe->status;
+		wc.opcode = mr_wc_opcode(wqe->opcode);
+		wc.byte_len = wqe->length;
+		wc.qp = &qp->ibqp;
+		wc.port_num = 1;
+		report = wc.status != IB_WC_SUCCESS || qp->sq_sig_all ||
+			 (wqe->send_flags & IB_SEND_SIGNALED);
+		qp->sq.head++;
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		if (report)
+			mr_cq_push(cq, &wc, false);
+	}
+	if (drained && qp->attr.en_sqd_async_notify && qp->ibqp.event_handler &&
+	    !xchg(&qp->sqd_notified, true)) {
+		struct ib_event ev = {
+			.device = qp->ibqp.device,
+			.element.qp = &qp->ibqp,
+			.event = IB_EVENT_SQ_DRAINED,
+		};
+
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	}
+}
+
+/* Mark every WQE not yet handed on as flushed (QP in error). */
+static void mr_qp_flush_sq(struct mr_ibqp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	while (qp->sq.eng != qp->sq.tail) {
+		struct mr_swqe *wqe = mr_sring_slot(&qp->sq, qp->sq.eng++);
+
+		wqe->status = IB_WC_WR_FLUSH_ERR;
+		wqe->done = true;
+	}
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	mr_qp_sq_retire(qp);
+}
+
+static void mr_qp_flush_rq(struct mr_ibqp *qp)
+{
+	struct mr_cq *cq = to_mr_cq(qp->ibqp.recv_cq);
+	unsigned long flags;
+
+	if (qp->ibqp.srq)
+		return;
+	for (;;) {
+		struct ib_wc wc = {};
+
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		if (!mr_rring_count(&qp->rq)) {
+			spin_unlock_irqrestore(&qp->rq_lock, flags);
+			break;
+		}
+		wc.wr_id = mr_rring_slot(&qp->rq, qp->rq.head)->wr_id;
+		qp->rq.head++;
+		qp->rq_ssn++;
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		wc.status = IB_WC_WR_FLUSH_ERR;
+		wc.opcode = IB_WC_RECV;
+		wc.qp = &qp->ibqp;
+		mr_cq_push(cq, &wc, false);
+	}
+}
+
+static void mr_qp_event(struct mr_ibqp *qp, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = type,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/* -------------------------------------------------------- engine callbacks */
+
+struct mr_rwqe *mr_qp_recv_wqe(struct mr_ibqp *qp, u64 cookie)
+{
+	if (qp->ibqp.srq)
+		return qp->srq_bound +
+		       (size_t)(cookie % MR_MSG_WND) * qp->srq_stride;
+	return mr_rring_slot(&qp->rq, (u32)cookie);
+}
+
+int mr_qp_eng_bind_recv(struct mr_ibqp *qp, u32 ssn, u64 *cookie, u32 *len)
+{
+	struct mr_rwqe *w;
+	unsigned long flags;
+	u32 idx;
+
+	if (qp->ibqp.srq) {
+		w = mr_qp_recv_wqe(qp, ssn);
+		if (mr_srq_take(to_mr_srq(qp->ibqp.srq), w))
+			return -1;
+		*cookie = ssn % MR_MSG_WND;
+		*len = w->length;
+		return 0;
+	}
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	if (ssn - qp->rq_ssn >= mr_rring_count(&qp->rq)) {
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		return -1;
+	}
+	idx = qp->rq.head + (ssn - qp->rq_ssn);
+	*cookie = idx;
+	*len = mr_rring_slot(&qp->rq, idx)->length;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return 0;
+}
+
+static void mr_qp_recv_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe)
+{
+	struct mr_rwqe *w = mr_qp_recv_wqe(qp, cqe->cookie);
+	struct ib_wc wc = {};
+	unsigned long flags;
+
+	wc.wr_id = w->wr_id;
+	wc.status = mr_wc_status(cqe->status);
+	wc.opcode = cqe->opcode == MR_WC_RECV ? IB_WC_RECV :
+						IB_WC_RECV_RDMA_WITH_IMM;
+	wc.byte_len = cqe->byte_len;
+	wc.qp = &qp->ibqp;
+	wc.src_qp = qp->attr.dest_qp_num;
+	wc.port_num = 1;
+	if (cqe->imm_valid) {
+		wc.ex.imm_data = cpu_to_be32(cqe->imm);
+		wc.wc_flags |= IB_WC_WITH_IMM;
+	} else if (cqe->inv_valid) {
+		wc.ex.invalidate_rkey = cqe->imm;
+		wc.wc_flags |= IB_WC_WITH_INVALIDATE;
+		if (wc.status == IB_WC_SUCCESS &&
+		    mr_mem_invalidate(qp->dev, qp->ibqp.pd, cqe->imm))
+			wc.status = IB_WC_REM_INV_REQ_ERR;
+	}
+	if (!qp->ibqp.srq) {
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		WARN_ON_ONCE((u32)cqe->cookie != qp->rq.head);
+		qp->rq.head++;
+		qp->rq_ssn++;
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+	}
+	mr_cq_push(to_mr_cq(qp->ibqp.recv_cq), &wc, cqe->solicited);
+}
+
+void mr_qp_eng_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe)
+{
+	struct mr_swqe *wqe;
+
+	if (cqe->opcode == MR_WC_RECV || cqe->opcode == MR_WC_RECV_WRITE_IMM) {
+		mr_qp_recv_complete(qp, cqe);
+		return;
+	}
+	wqe = mr_sring_slot(&qp->sq, (u32)cqe->cookie);
+	/* A registration that failed when it was executed keeps its error. */
+	if (wqe->opcode != IB_WR_REG_MR || cqe->status != MR_WC_OK)
+		wqe->status = mr_wc_status(cqe->status);
+	/* A local invalidate takes effect when everything before it is done. */
+	if (wqe->opcode == IB_WR_LOCAL_INV && wqe->status == IB_WC_SUCCESS &&
+	    mr_mem_invalidate(qp->dev, qp->ibqp.pd, wqe->ex))
+		wqe->status = IB_WC_LOC_PROT_ERR;
+	WRITE_ONCE(wqe->done, true);
+	mr_qp_sq_retire(qp);
+	/* The engine's window may have room for more now. */
+	if (READ_ONCE(qp->sq.eng) != READ_ONCE(qp->sq.tail))
+		mr_napi_kick_qp(qp);
+}
+
+void mr_qp_eng_error(struct mr_ibqp *qp, int status)
+{
+	WRITE_ONCE(qp->state, IB_QPS_ERR);
+	mr_qp_flush_sq(qp);
+	mr_qp_flush_rq(qp);
+	if (status == MR_WC_REM_ACCESS_ERR)
+		mr_qp_event(qp, IB_EVENT_QP_ACCESS_ERR);
+	else if (status == MR_WC_REM_INV_REQ_ERR)
+		mr_qp_event(qp, IB_EVENT_QP_REQ_ERR);
+}
+
+/* ------------------------------------------------------------- NAPI side */
+
+static u8 mr_wr_opcode(const struct mr_swqe *wqe)
+{
+	switch (wqe->opcode) {
+	case IB_WR_SEND:
+		return MR_WR_SEND;
+	case IB_WR_SEND_WITH_IMM:
+		return MR_WR_SEND_IMM;
+	case IB_WR_SEND_WITH_INV:
+		return MR_WR_SEND_INV;
+	case IB_WR_RDMA_WRITE:
+		return MR_WR_WRITE;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return MR_WR_WRITE_IMM;
+	case IB_WR_RDMA_READ:
+		return MR_WR_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return MR_WR_CMP_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return MR_WR_FETCH_ADD;
+	default:
+		return MR_WR_LOCAL;	/* REG_MR, LOCAL_INV */
+	}
+}
+
+/* Hand queued WQEs to the engine; peer->lock held. */
+static void mr_qp_feed(struct mr_ibqp *qp, u64 now)
+{
+	for (;;) {
+		struct mr_swqe *wqe;
+		struct mr_wr wr = {};
+		unsigned long flags;
+		u32 idx;
+
+		if (!mr_qp_can_post(&qp->eng))
+			break;
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		idx = qp->sq.eng;
+		if (idx == qp->sq.tail || qp->sq_draining) {
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+			break;
+		}
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+		wqe = mr_sring_slot(&qp->sq, idx);
+		wr.cookie = idx;
+		wr.opcode = mr_wr_opcode(wqe);
+		wr.len = wqe->length;
+		wr.raddr = wqe->remote_addr;
+		wr.rkey = wqe->rkey;
+		wr.imm = wqe->ex;
+		if (wqe->send_flags & IB_SEND_FENCE)
+			wr.flags |= MR_WRF_FENCE;
+		if (wqe->send_flags & IB_SEND_SOLICITED)
+			wr.flags |= MR_WRF_SOLICITED;
+		if (wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP) {
+			wr.swap_add = wqe->swap;
+			wr.compare = wqe->compare_add;
+		} else {
+			wr.swap_add = wqe->compare_add;
+		}
+		/* Registration takes effect in posting order. */
+		if (wqe->opcode == IB_WR_REG_MR) {
+			struct ib_reg_wr reg = {
+				.mr = wqe->reg_mr,
+				.key = wqe->reg_key,
+				.access = wqe->reg_access,
+			};
+
+			wqe->status = IB_WC_SUCCESS;
+			if (mr_mem_fast_reg(qp->dev, qp->ibqp.pd, &reg))
+				wqe->status = IB_WC_MW_BIND_ERR;
+		}
+		if (mr_qp_post(&qp->eng, &wr, now))
+			break;
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		qp->sq.eng++;
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+	}
+}
+
+static void mr_qp_ud_send(struct mr_ibqp *qp, struct mr_swqe *wqe)
+{
+	struct mr_dev *dev = qp->dev;
+	struct mr_hdr h = {};
+	struct sk_buff *skb;
+	u8 buf[MR_HLEN_MAX];
+	int hlen, err;
+	u16 sport;
+
+	wqe->status = IB_WC_SUCCESS;
+	h.opcode = MR_OP_UD_SEND;
+	h.epoch = dev->ud_epoch;
+	h.tsval = (u32)ktime_get_ns();
+	h.dst_qpn = wqe->remote_qpn;
+	h.src_qpn = qp->ibqp.qp_num;
+	h.qkey = wqe->remote_qkey;
+	h.plen = wqe->length;
+	if (wqe->opcode == IB_WR_SEND_WITH_IMM) {
+		h.flags |= MR_F_IMM;
+		h.imm = wqe->ex;
+	}
+	if (wqe->send_flags & IB_SEND_SOLICITED)
+		h.flags |= MR_F_SOLICIT;
+	hlen = mr_wire_encode(buf, sizeof(buf), &h);
+	if (hlen < 0) {
+		wqe->status = IB_WC_LOC_QP_OP_ERR;
+		return;
+	}
+	skb = mr_xmit_alloc(hlen + wqe->length, GFP_ATOMIC);
+	if (!skb) {
+		wqe->status = IB_WC_LOC_QP_OP_ERR;
+		return;
+	}
+	skb_put_data(skb, buf, hlen);
+	if (wqe->inlined) {
+		skb_put_data(skb, wqe->data, wqe->length);
+	} else {
+		err = mr_sges_read(dev, qp->ibqp.pd, wqe->sge, wqe->num_sge, 0,
+				   skb_put(skb, wqe->length), wqe->length);
+		if (err) {
+			kfree_skb(skb);
+			wqe->status = IB_WC_LOC_PROT_ERR;
+			return;
+		}
+	}
+	/* A fixed source port per QP pair: UD keeps its order on one route. */
+	sport = dev->conn_cfg.sport_min +
+		(u16)(jhash_2words(h.src_qpn, h.dst_qpn, 0) %
+		      (dev->conn_cfg.sport_max - dev->conn_cfg.sport_min + 1));
+	mr_xmit(dev, skb, &wqe->addr, sport, wqe->tclass, NULL, NULL);
+}
+
+static void mr_qp_service_ud(struct mr_ibqp *qp)
+{
+	int n;
+
+	for (n = 0; n < MR_UD_BUDGET; n++) {
+		struct mr_swqe *wqe;
+		unsigned long flags;
+
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		if (qp->sq.eng == qp->sq.tail || qp->sq_draining) {
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+			break;
+		}
+		wqe = mr_sring_slot(&qp->sq, qp->sq.eng);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+		mr_qp_ud_send(qp, wqe);
+		wqe->done = true;
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		qp->sq.eng++;
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+	}
+	mr_qp_sq_retire(qp);
+	if (n == MR_UD_BUDGET)
+		mr_napi_kick_qp(qp);
+}
+
+void mr_qp_service(struct mr_ibqp *qp)
+{
+	struct mr_peer *peer;
+	int sent;
+
+	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		mr_qp_flush_sq(qp);
+		return;
+	}
+	if (!mr_qp_is_rc(qp)) {
+		if (READ_ONCE(qp->state) == IB_QPS_RTS)
+			mr_qp_service_ud(qp);
+		return;
+	}
+	peer = READ_ONCE(qp->peer);
+	if (!peer)
+		return;
+	spin_lock_bh(&peer->lock);
+	/* Re-check under the lock: reset/destroy detach under it too. */
+	if (qp->peer == peer && qp->eng.state == MR_QP_RTS) {
+		mr_qp_feed(qp, ktime_get_ns());
+		sent = mr_peer_tx(peer, MR_PEER_TX_BUDGET);
+		mr_peer_settle(peer, sent, MR_PEER_TX_BUDGET);
+	}
+	spin_unlock_bh(&peer->lock);
+}
+
+/* UD and GSI receive. Called from NAPI with a reference on @qp. */
+void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
+		   struct sk_buff *skb, int hlen)
+{
+	struct mr_dev *dev = qp->dev;
+	u8 grh[MR_GRH_LEN] = {};
+	struct {
+		struct mr_rwqe w;
+		struct ib_sge sge[METAROCE_MAX_SGE];
+	} rw;
+	struct mr_rwqe *w = &rw.w;
+	struct ib_wc wc = {};
+	unsigned long flags;
+	bool ipv4 = skb->protocol == htons(ETH_P_IP);
+
+	if (READ_ONCE(qp->state) < IB_QPS_RTR ||
+	    READ_ONCE(qp->state) > IB_QPS_SQD || h->qkey != qp->attr.qkey) {
+		mr_counter_add(dev->counters, MR_CNT_RX_DROP_NO_QP, 1);
+		return;
+	}
+	if (qp->ibqp.srq) {
+		if (mr_srq_take(to_mr_srq(qp->ibqp.srq), w)) {
+			mr_counter_add(dev->counters, MR_CNT_RX_DROP_NO_RECV, 1);
+			return;
+		}
+	} else {
+		struct mr_rwqe *slot;
+
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		if (!mr_rring_count(&qp->rq)) {
+			spin_unlock_irqrestore(&qp->rq_lock, flags);
+			mr_counter_add(dev->counters, MR_CNT_RX_DROP_NO_RECV, 1);
+			return;
+		}
+		slot = mr_rring_slot(&qp->rq, qp->rq.head);
+		memcpy(w, slot, sizeof(*slot) +
+		       slot->num_sge * sizeof(struct ib_sge));
+		qp->rq.head++;
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+	}
+
+	/* RoCE convention: the first 40 bytes carry the IP header (GRH). */
+	if (ipv4)
+		memcpy(grh + 20, ip_hdr(skb), sizeof(struct iphdr));
+	else
+		memcpy(grh, ipv6_hdr(skb), sizeof(struct ipv6hdr));
+
+	wc.wr_id = w->wr_id;
+	wc.opcode = IB_WC_RECV;
+	wc.qp = &qp->ibqp;
+	wc.src_qp = h->src_qpn;
+	wc.port_num = 1;
+	wc.byte_len = MR_GRH_LEN + h->plen;
+	wc.wc_flags = IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
+	wc.network_hdr_type = ipv4 ? RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
+	if (h->flags & MR_F_IMM) {
+		wc.ex.imm_data = cpu_to_be32(h->imm);
+		wc.wc_flags |= IB_WC_WITH_IMM;
+	}
+	if (skb_mac_header_was_set(skb) &&
+	    skb_mac_header_len(skb) >= ETH_HLEN) {
+		ether_addr_copy(wc.smac, eth_hdr(skb)->h_source);
+		wc.wc_flags |= IB_WC_WITH_SMAC;
+	}
+	if (wc.byte_len > w->length)
+		wc.status = IB_WC_LOC_LEN_ERR;
+	else if (mr_sges_write(dev, qp->ibqp.pd, w->sge, w->num_sge, 0, grh,
+			       NULL, 0, MR_GRH_LEN) ||
+		 mr_sges_write(dev, qp->ibqp.pd, w->sge, w->num_sge,
+			       MR_GRH_LEN, NULL, skb, hlen, h->plen))
+		wc.status = IB_WC_LOC_PROT_ERR;
+	mr_cq_push(to_mr_cq(qp->ibqp.recv_cq), &wc,
+		   !!(h->flags & MR_F_SOLICIT));
+}
+
+/* ------------------------------------------------------------ post verbs */
+
+static int mr_copy_inline(struct mr_ibqp *qp, struct mr_swqe *wqe,
+			  const struct ib_send_wr *wr)
+{
+	u32 i, off = 0;
+
+	for (i = 0; i < wr->num_sge; i++) {
+		const struct ib_sge *sge = &wr->sg_list[i];
+
+		if (sge->length > qp->max_inline - off)
+			return -EINVAL;
+		if (qp->ibqp.uobject) {
+			if (copy_from_user(wqe->data + off,
+					   u64_to_user_ptr(sge->addr),
+					   sge->length))
+				return -EFAULT;
+		} else {
+			memcpy(wqe->data + off, (void *)(uintptr_t)sge->addr,
+			       sge->length);
+		}
+		off += sge->length;
+	}
+	wqe->length = off;
+	wqe->inlined = true;
+	return 0;
+}
+
+static bool mr_opcode_ok(const struct mr_ibqp *qp, enum ib_wr_opcode op)
+{
+	if (!mr_qp_is_rc(qp))
+		return op == IB_WR_SEND || op == IB_WR_SEND_WITH_IMM;
+	switch (op) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+	case IB_WR_LOCAL_INV:
+	case IB_WR_REG_MR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Validate @wr and copy it into @wqe. */
+static int mr_build_swqe(struct mr_ibqp *qp, struct mr_swqe *wqe,
+			 const struct ib_send_wr *wr)
+{
+	bool atomic = wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+		      wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+	u64 len = 0;
+	u32 i;
+
+	if (!mr_opcode_ok(qp, wr->opcode))
+		return -EINVAL;
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->send_flags = wr->send_flags;
+
+	switch (wr->opcode) {
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		wqe->ex = be32_to_cpu(wr->ex.imm_data);
+		break;
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
+		wqe->ex = wr->ex.invalidate_rkey;
+		break;
+	default:
+		break;
+	}
+	if (wr->opcode == IB_WR_REG_MR) {
+		const struct ib_reg_wr *reg = reg_wr(wr);
+
+		wqe->reg_mr = reg->mr;
+		wqe->reg_key = reg->key;
+		wqe->reg_access = reg->access;
+		return 0;
+	}
+	if (wr->opcode == IB_WR_LOCAL_INV)
+		return 0;
+
+	if ((wr->send_flags & IB_SEND_INLINE) && !atomic &&
+	    wr->opcode != IB_WR_RDMA_READ)
+		return mr_copy_inline(qp, wqe, wr);
+
+	if (wr->num_sge > qp->max_send_sge)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		wqe->sge[i] = wr->sg_list[i];
+		len += wr->sg_list[i].length;
+	}
+	if (len > METAROCE_MAX_MSG_SIZE)
+		return -EINVAL;
+	wqe->num_sge = wr->num_sge;
+	wqe->length = len;
+
+	if (atomic) {
+		const struct ib_atomic_wr *a = atomic_wr(wr);
+
+		if (len != 8 || (a->remote_addr & 7))
+			return -EINVAL;
+		wqe->remote_addr = a->remote_addr;
+		wqe->rkey = a->rkey;
+		wqe->compare_add = a->compare_add;
+		wqe->swap = a->swap;
+	} else if (wr->opcode == IB_WR_RDMA_WRITE ||
+		   wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
+		   wr->opcode == IB_WR_RDMA_READ) {
+		wqe->remote_addr = rdma_wr(wr)->remote_addr;
+		wqe->rkey = rdma_wr(wr)->rkey;
+	}
+	if (!mr_qp_is_rc(qp)) {
+		const struct ib_ud_wr *ud = ud_wr(wr);
+		struct mr_ah *ah = to_mr_ah(ud->ah);
+
+		if (len > ib_mtu_enum_to_int(qp->dev->port.active_mtu))
+			return -EINVAL;
+		wqe->addr = ah->addr;
+		wqe->tclass = ah->tclass;
+		wqe->remote_qpn = ud->remote_qpn;
+		/* A qkey with the high bit set means "use the QP's qkey". */
+		wqe->remote_qkey = (ud->remote_qkey & 0x80000000) &&
+				   qp->ibqp.qp_type != IB_QPT_GSI ?
+				   qp->attr.qkey : ud->remote_qkey;
+	}
+	return 0;
+}
+
+/* A work request posted to a QP in error completes at once, flushed. */
+static void mr_flush_now(struct mr_cq *cq, struct ib_qp *ibqp, u64 wr_id,
+			 enum ib_wc_opcode op)
+{
+	struct ib_wc wc = {
+		.wr_id = wr_id,
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = op,
+		.qp = ibqp,
+	};
+
+	mr_cq_push(cq, &wc, false);
+}
+
+int mr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		 const struct ib_send_wr **bad_wr)
+{
+	struct mr_ibqp *qp = to_mr_ibqp(ibqp);
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	unsigned long flags;
+	int err = 0;
+
+	if (state == IB_QPS_ERR) {
+		for (; wr; wr = wr->next)
+			mr_flush_now(to_mr_cq(ibqp->send_cq), ibqp, wr->wr_id,
+				     mr_wc_opcode(wr->opcode));
+		return 0;
+	}
+	if (state != IB_QPS_RTS && state != IB_QPS_SQD) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	for (; wr; wr = wr->next) {
+		struct mr_swqe *wqe;
+
+		if (qp->sq.tail - qp->sq.head >= qp->sq.size) {
+			err = -ENOMEM;
+			break;
+		}
+		wqe = mr_sring_slot(&qp->sq, qp->sq.tail);
+		err = mr_build_swqe(qp, wqe, wr);
+		if (err)
+			break;
+		qp->sq.tail++;
+	}
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	if (err)
+		*bad_wr = wr;
+	mr_napi_kick_qp(qp);
+	return err;
+}
+
+int mr_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		 const struct ib_recv_wr **bad_wr)
+{
+	struct mr_ibqp *qp = to_mr_ibqp(ibqp);
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	unsigned long flags;
+	int err = 0;
+
+	if (ibqp->srq || state == IB_QPS_RESET) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	if (state == IB_QPS_ERR) {
+		for (; wr; wr = wr->next)
+			mr_flush_now(to_mr_cq(ibqp->recv_cq), ibqp, wr->wr_id,
+				     IB_WC_RECV);
+		return 0;
+	}
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	for (; wr; wr = wr->next) {
+		err = mr_rring_post(&qp->rq, wr);
+		if (err)
+			break;
+	}
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+/* ------------------------------------------------------- create/destroy */
+
+int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		 struct ib_udata *udata)
+{
+	struct mr_dev *dev = to_mr_dev(ibqp->device);
+	struct mr_ibqp *qp = to_mr_ibqp(ibqp);
+	struct ib_qp_cap *cap = &init->cap;
+	u32 qpn;
+	int err;
+
+	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD &&
+	    init->qp_type != IB_QPT_GSI)
+		return -EOPNOTSUPP;
+	if (init->create_flags)
+		return -EOPNOTSUPP;
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+	if (cap->max_send_wr > METAROCE_MAX_QP_WR ||
+	    cap->max_send_sge > METAROCE_MAX_SGE ||
+	    cap->max_inline_data > MR_MAX_INLINE)
+		return -EINVAL;
+	if (!init->srq && (cap->max_recv_wr > METAROCE_MAX_QP_WR ||
+			   cap->max_recv_sge > METAROCE_MAX_SGE))
+		return -EINVAL;
+
+	qp->dev = dev;
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->released);
+	mutex_init(&qp->state_lock);
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+	INIT_LIST_HEAD(&qp->work_node);
+	qp->state = IB_QPS_RESET;
+	qp->last_state = IB_QPS_RESET;
+	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->max_send_sge = max(cap->max_send_sge, 1U);
+	qp->max_inline = cap->max_inline_data;
+
+	err = mr_sring_init(&qp->sq, cap->max_send_wr, qp->max_send_sge,
+			    qp->max_inline);
+	if (err)
+		return err;
+	if (init->srq) {
+		struct mr_srq *srq = to_mr_srq(init->srq);
+
+		qp->srq_stride = sizeof(struct mr_rwqe) +
+				 srq->ring.max_sge * sizeof(struct ib_sge);
+		qp->srq_bound = kcalloc(MR_MSG_WND, qp->srq_stride, GFP_KERNEL);
+		if (!qp->srq_bound) {
+			err = -ENOMEM;
+			goto err_sq;
+		}
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	} else {
+		err = mr_rring_init(&qp->rq, cap->max_recv_wr,
+				    max(cap->max_recv_sge, 1U));
+		if (err)
+			goto err_sq;
+	}
+
+	if (init->qp_type == IB_QPT_GSI) {
+		qpn = 1;
+		err = xa_insert_bh(&dev->qps, qpn, qp, GFP_KERNEL);
+		if (err == -EBUSY)
+			err = -EEXIST;
+	} else {
+		err = xa_alloc_cyclic_bh(&dev->qps, &qpn, qp,
+					 XA_LIMIT(2, MR_QPN_MASK),
+					 &dev->next_qpn, GFP_KERNEL);
+		err = err < 0 ? err : 0;
+	}
+	if (err)
+		goto err_rq;
+	ibqp->qp_num = qpn;
+	mr_qp_init(&qp->eng, qpn);
+
+	cap->max_send_wr = qp->sq.size;
+	cap->max_send_sge = qp->max_send_sge;
+	cap->max_inline_data = qp->max_inline;
+	if (!init->srq) {
+		cap->max_recv_wr = qp->rq.size;
+		cap->max_recv_sge = qp->rq.max_sge;
+	}
+	qp->attr.cap = *cap;
+	qp->attr.port_num = 1;
+	qp->attr.sq_draining = 0;
+	return 0;
+
+err_rq:
+	if (init->srq)
+		kfree(qp->srq_bound);
+	else
+		mr_rring_free(&qp->rq);
+err_sq:
+	kvfree(qp->sq.buf);
+	return err;
+}
+
+/* Leave the peer (reset or destroy); state_lock held. */
+static void mr_qp_unpeer(struct mr_ibqp *qp)
+{
+	struct mr_peer *peer = qp->peer;
+
+	if (!peer)
+		return;
+	spin_lock_bh(&peer->lock);
+	mr_qp_detach(&qp->eng);
+	WRITE_ONCE(qp->peer, NULL);
+	spin_unlock_bh(&peer->lock);
+	mr_peer_detach(peer);
+}
+
+int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct mr_ibqp *qp = to_mr_ibqp(ibqp);
+	struct mr_dev *dev = qp->dev;
+
+	mutex_lock(&qp->state_lock);
+	WRITE_ONCE(qp->state, IB_QPS_RESET);
+	mr_qp_unpeer(qp);
+	mutex_unlock(&qp->state_lock);
+
+	spin_lock_bh(&dev->work_lock);
+	list_del_init(&qp->work_node);
+	qp->on_work = false;
+	spin_unlock_bh(&dev->work_lock);
+
+	xa_erase_bh(&dev->qps, ibqp->qp_num);
+	mr_qp_put(qp);
+	wait_for_completion(&qp->released);
+
+	/* NAPI may have queued the QP again before it saw the erase. */
+	spin_lock_bh(&dev->work_lock);
+	list_del_init(&qp->work_node);
+	qp->on_work = false;
+	spin_unlock_bh(&dev->work_lock);
+
+	if (ibqp->srq)
+		kfree(qp->srq_bound);
+	else
+		mr_rring_free(&qp->rq);
+	kvfree(qp->sq.buf);
+	rdma_destroy_ah_attr(&qp->attr.ah_attr);
+	return 0;
+}
+
+/* ------------------------------------------------------------ modify/query */
+
+static u64 mr_timeout_ns(u8 timeout)
+{
+	/* IBTA: 4.096 us * 2^timeout; 0 means infinite. */
+	return timeout ? 4096ULL << min_t(u8, timeout, 31) : 0;
+}
+
+static int mr_check_attrs(struct mr_ibqp *qp, struct ib_qp_attr *attr,
+			  int mask)
+{
+	if ((mask & IB_QP_PORT) && attr->port_num != 1)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index >= METAROCE_PKEY_TBL_LEN)
+		return -EINVAL;
+	if ((mask & IB_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
+				       IB_ACCESS_REMOTE_READ |
+				       IB_ACCESS_REMOTE_ATOMIC |
+				       IB_ACCESS_LOCAL_WRITE)))
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096 ||
+	     attr->path_mtu > qp->dev->port.active_mtu))
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > METAROCE_MAX_QP_INIT_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > METAROCE_MAX_QP_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > MR_QPN_MASK)
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_CAP) &&
+	    (attr->cap.max_send_wr > qp->sq.size ||
+	     attr->cap.max_recv_wr > (qp->ibqp.srq ? 0 : qp->rq.size)))
+		return -EINVAL;
+	return 0;
+}
+
+static void mr_store_attrs(struct mr_ibqp *qp, const struct ib_qp_attr *attr,
+			   int mask)
+{
+	struct ib_qp_attr *a = &qp->attr;
+
+	if (mask & IB_QP_PKEY_INDEX)
+		a->pkey_index = attr->pkey_index;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		a->qp_access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_QKEY)
+		a->qkey = attr->qkey;
+	if (mask & IB_QP_PATH_MTU)
+		a->path_mtu = attr->path_mtu;
+	if (mask & IB_QP_DEST_QPN)
+		a->dest_qp_num = attr->dest_qp_num;
+	if (mask & IB_QP_RQ_PSN)
+		a->rq_psn = attr->rq_psn & MR_MSN_MASK;
+	if (mask & IB_QP_SQ_PSN)
+		a->sq_psn = attr->sq_psn & MR_MSN_MASK;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		a->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		a->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_TIMEOUT)
+		a->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		a->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		a->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		a->en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & IB_QP_AV)
+		rdma_replace_ah_attr(&a->ah_attr, &attr->ah_attr);
+}
+
+static void mr_eng_attr(const struct mr_ibqp *qp, struct mr_qp_attr *ea)
+{
+	const struct ib_qp_attr *a = &qp->attr;
+
+	memset(ea, 0, sizeof(*ea));
+	ea->dest_qpn = a->dest_qp_num;
+	ea->rq_psn = a->rq_psn;
+	ea->sq_psn = a->sq_psn;
+	ea->mtu = ib_mtu_enum_to_int(a->path_mtu ? a->path_mtu : IB_MTU_1024);
+	ea->timeout_ns = mr_timeout_ns(a->timeout);
+	ea->min_rnr_timer = a->min_rnr_timer;
+	ea->retry_cnt = a->retry_cnt;
+	ea->rnr_retry = a->rnr_retry;
+	ea->max_rd_atomic = a->max_rd_atomic;
+	ea->max_dest_rd_atomic = a->max_dest_rd_atomic;
+}
+
+static int mr_qp_to_rtr(struct mr_ibqp *qp)
+{
+	struct mr_qp_attr ea;
+	struct mr_peer *peer;
+	int err = 0;
+
+	if (!mr_qp_is_rc(qp))
+		return 0;
+	peer = mr_peer_attach(qp->dev, &qp->addr);
+	if (!peer)
+		return -ENOMEM;
+	mr_eng_attr(qp, &ea);
+	spin_lock_bh(&peer->lock);
+	if (mr_qp_connect(&qp->eng, &peer->conn, &ea, ktime_get_ns()))
+		err = -EINVAL;
+	else
+		WRITE_ONCE(qp->peer, peer);
+	spin_unlock_bh(&peer->lock);
+	if (err)
+		mr_peer_detach(peer);
+	return err;
+}
+
+static int mr_qp_to_rts(struct mr_ibqp *qp)
+{
+	struct mr_peer *peer = qp->peer;
+	struct mr_qp_attr ea;
+	int err = 0;
+
+	if (!mr_qp_is_rc(qp))
+		return 0;
+	if (!peer)
+		return -EINVAL;
+	mr_eng_attr(qp, &ea);
+	spin_lock_bh(&peer->lock);
+	if (qp->eng.state == MR_QP_RTR &&
+	    mr_qp_rts(&qp->eng, &ea, ktime_get_ns()))
+		err = -EINVAL;
+	spin_unlock_bh(&peer->lock);
+	return err;
+}
+
+static void mr_qp_to_err(struct mr_ibqp *qp)
+{
+	struct mr_peer *peer = qp->peer;
+
+	WRITE_ONCE(qp->state, IB_QPS_ERR);
+	if (peer) {
+		spin_lock_bh(&peer->lock);
+		mr_qp_set_error(&qp->eng, ktime_get_ns());
+		spin_unlock_bh(&peer->lock);
+	}
+	mr_qp_flush_sq(qp);
+	mr_qp_flush_rq(qp);
+}
+
+static void mr_qp_to_reset(struct mr_ibqp *qp)
+{
+	unsigned long flags;
+
+	mr_qp_unpeer(qp);
+	mr_qp_init(&qp->eng, qp->ibqp.qp_num);
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	qp->sq.head = 0;
+	qp->sq.eng = 0;
+	qp->sq.tail = 0;
+	qp->sq_draining = false;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	qp->rq.head = 0;
+	qp->rq.tail = 0;
+	qp->rq_ssn = 0;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+}
+
+int mr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		 struct ib_udata *udata)
+{
+	struct mr_ibqp *qp = to_mr_ibqp(ibqp);
+	enum ib_qp_state cur, new;
+	struct mr_addr addr;
+	int err;
+
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+
+	mutex_lock(&qp->state_lock);
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state :
+					 READ_ONCE(qp->state);
+	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	err = -EINVAL;
+	if (!ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask))
+		goto out;
+	err = mr_check_attrs(qp, attr, mask);
+	if (err)
+		goto out;
+	if ((mask & IB_QP_AV) && mr_qp_is_rc(qp)) {
+		err = mr_addr_from_ah_attr(&attr->ah_attr, &addr);
+		if (err)
+			goto out;
+	}
+	mr_store_attrs(qp, attr, mask);
+	if ((mask & IB_QP_AV) && mr_qp_is_rc(qp)) {
+		qp->addr = addr;
+		qp->tclass = rdma_ah_read_grh(&attr->ah_attr)->traffic_class;
+	}
+
+	if (mask & IB_QP_STATE) {
+		switch (new) {
+		case IB_QPS_RESET:
+			mr_qp_to_reset(qp);
+			break;
+		case IB_QPS_RTR:
+			if (cur == IB_QPS_INIT)
+				err = mr_qp_to_rtr(qp);
+			break;
+		case IB_QPS_RTS:
+			if (cur == IB_QPS_RTR)
+				err = mr_qp_to_rts(qp);
+			qp->sq_draining = false;
+			break;
+		case IB_QPS_SQD:
+			qp->sq_draining = true;
+			qp->sqd_notified = false;
+			break;
+		case IB_QPS_ERR:
+			mr_qp_to_err(qp);
+			break;
+		default:
+			break;
+		}
+		if (err)
+			goto out;
+		WRITE_ONCE(qp->state, new);
+		if (new == IB_QPS_RTS)
+			mr_napi_kick_qp(qp);
+		if (new == IB_QPS_SQD)
+			mr_qp_sq_retire(qp);
+	}
+	err = 0;
+out:
+	mutex_unlock(&qp->state_lock);
+	return err;
+}
+
+int mr_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		struct ib_qp_init_attr *init)
+{
+	struct mr_ibqp *qp = to_mr_ibqp(ibqp);
+
+	mutex_lock(&qp->state_lock);
+	*attr = qp->attr;
+	/* The caller gets the address vector without a GID reference. */
+	attr->ah_attr.grh.sgid_attr = NULL;
+	attr->qp_state = READ_ONCE(qp->state);
+	attr->cur_qp_state = attr->qp_state;
+	attr->sq_draining = qp->sq_draining && qp->sq.head != qp->sq.eng;
+	attr->port_num = 1;
+	memset(init, 0, sizeof(*init));
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->qp_type = ibqp->qp_type;
+	init->cap = qp->attr.cap;
+	init->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR :
+					     IB_SIGNAL_REQ_WR;
+	init->port_num = 1;
+	mutex_unlock(&qp->state_lock);
+	return 0;
+}

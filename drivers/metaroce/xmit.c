@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Transmission: MetaRoCE packets leave as UDP datagrams from the device's
+ * namespace socket, to the module's UDP port, with the path's UDP source
+ * port. The route lookup includes the ports, so with an L4 multipath hash
+ * policy every path may take a different next hop (plane); routes are
+ * cached per path and re-resolved when the path's port changes.
+ */
+
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/skbuff.h>
+#include <linux/udp.h>
+#include <net/dst_cache.h>
+#include <net/inet_ecn.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6_stubs.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
+
+#include "metaroce.h"
+
+#define MR_XMIT_HEADROOM \
+	(LL_MAX_HEADER + sizeof(struct ipv6hdr) + sizeof(struct udphdr))
+
+struct sk_buff *mr_xmit_alloc(u32 len, gfp_t gfp)
+{
+	struct sk_buff *skb = alloc_skb(MR_XMIT_HEADROOM + len, gfp);
+
+	if (skb)
+		skb_reserve(skb, MR_XMIT_HEADROOM);
+	return skb;
+}
+
+static int mr_xmit4(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
+		    const struct mr_addr *addr, u16 sport, u8 tos,
+		    struct dst_cache *cache)
+{
+	__be32 saddr = addr->local.s6_addr32[3];
+	__be32 daddr = addr->remote.s6_addr32[3];
+	struct rtable *rt = NULL;
+
+	if (cache)
+		rt = dst_cache_get_ip4(cache, &saddr);
+	if (!rt) {
+		struct flowi4 fl4 = {
+			.daddr = daddr,
+			.saddr = saddr,
+			.flowi4_proto = IPPROTO_UDP,
+			.fl4_sport = htons(sport),
+			.fl4_dport = htons(mr_udp_port),
+		};
+
+		rt = ip_route_output_key(sock_net(sk), &fl4);
+		if (IS_ERR(rt))
+			return PTR_ERR(rt);
+		if (cache)
+			dst_cache_set_ip4(cache, &rt->dst, fl4.saddr);
+	}
+	udp_tunnel_xmit_skb(rt, sk, skb, saddr, daddr, tos,
+			    ip4_dst_hoplimit(&rt->dst), htons(IP_DF),
+			    htons(sport), htons(mr_udp_port), false, false);
+	return 0;
+}
+
+static int mr_xmit6(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
+		    const struct mr_addr *addr, u16 sport, u8 tos,
+		    struct dst_cache *cache)
+{
+	struct in6_addr saddr = addr->local;
+	struct in6_addr daddr = addr->remote;
+	struct dst_entry *dst = NULL;
+
+	if (!IS_ENABLED(CONFIG_IPV6))
+		return -EAFNOSUPPORT;
+	if (cache)
+		dst = dst_cache_get_ip6(cache, &saddr);
+	if (!dst) {
+		struct flowi6 fl6 = {
+			.daddr = addr->remote,
+			.saddr = addr->local,
+			.flowi6_proto = IPPROTO_UDP,
+			.fl6_sport = htons(sport),
+			.fl6_dport = htons(mr_udp_port),
+		};
+
+		dst = ipv6_stub->ipv6_dst_lookup_flow(sock_net(sk), sk, &fl6,
+						      NULL);
+		if (IS_ERR(dst))
+			return PTR_ERR(dst);
+		if (cache)
+			dst_cache_set_ip6(cache, dst, &fl6.saddr);
+	}
+	udp_tunnel6_xmit_skb(dst, sk, skb, NULL, &saddr, &daddr, tos,
+			     ip6_dst_hoplimit(dst), 0, htons(sport),
+			     htons(mr_udp_port), false);
+	return 0;
+}
+
+int mr_xmit(struct mr_dev *dev, struct sk_buff *skb, const struct mr_addr *addr,
+	    u16 sport, u8 tclass, struct dst_cache *cache, u16 *cache_sport)
+{
+	/* Every MetaRoCE packet is ECN-capable: marks, not drops. */
+	u8 tos = (tclass & ~INET_ECN_MASK) | INET_ECN_ECT_0;
+	unsigned int len = skb->len;
+	struct sock *sk;
+	int err;
+
+	if (cache && *cache_sport != sport) {
+		dst_cache_reset(cache);
+		*cache_sport = sport;
+	}
+	sk = mr_net_sock(dev->mrn, addr->ipv4 ? AF_INET : AF_INET6);
+	if (!sk) {
+		err = -EAFNOSUPPORT;
+		goto drop;
+	}
+	if (addr->ipv4)
+		err = mr_xmit4(dev, sk, skb, addr, sport, tos, cache);
+	else
+		err = mr_xmit6(dev, sk, skb, addr, sport, tos, cache);
+	if (err)
+		goto drop;
+	mr_counter_add(dev->counters, MR_CNT_TX_PACKETS, 1);
+	mr_counter_add(dev->counters, MR_CNT_TX_BYTES, len);
+	return 0;
+drop:
+	mr_counter_add(dev->counters, MR_CNT_TX_DROP_NO_ROUTE, 1);
+	kfree_skb(skb);
+	return err;
+}
