@@ -35,12 +35,46 @@ $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/tests/%: $(CURDIR)/tests/%.c $(TEST_LIB_SRC) $(CORE_LIB)
+TEST_HDR := $(wildcard $(CURDIR)/tests/*.h $(TOP)/include/metaroce/*.h) \
+	$(TOP)/drivers/metaroce/core/internal.h
+
+$(BUILD)/tests/%: $(CURDIR)/tests/%.c $(TEST_LIB_SRC) $(CORE_LIB) $(TEST_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(CURDIR)/tests -o $@ $< $(TEST_LIB_SRC) $(CORE_LIB) -lm
 
-check-unit: all
-	@fail=0; for t in $(TEST_BIN); do echo "# $$(basename $$t)"; $$t || fail=1; done; exit $$fail
+# The unit tests once more, engine included, with AddressSanitizer and
+# UndefinedBehaviorSanitizer (any report aborts the test program).
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+ASAN_CFLAGS = $(filter-out -O2 -MMD -MP,$(CFLAGS)) $(ASAN_FLAGS)
+ASAN_BIN := $(patsubst $(CURDIR)/tests/%.c,$(BUILD)/asan/tests/%,$(TEST_SRC))
+ASAN_CORE_OBJ := $(patsubst $(TOP)/drivers/metaroce/core/%.c,$(BUILD)/asan/core/%.o,$(CORE_SRC))
+ASAN_CORE_LIB := $(BUILD)/asan/libmrcore.a
+
+$(BUILD)/asan/core/%.o: $(TOP)/drivers/metaroce/core/%.c $(TEST_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -c -o $@ $<
+
+$(ASAN_CORE_LIB): $(ASAN_CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/asan/tests/%: $(CURDIR)/tests/%.c $(TEST_LIB_SRC) $(ASAN_CORE_LIB) $(TEST_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -I$(CURDIR)/tests -o $@ $< $(TEST_LIB_SRC) \
+		$(ASAN_CORE_LIB) -lm
+
+.PHONY: check-unit-plain check-unit-asan
+
+# check-unit: the plain and the sanitized build (together well under 30 s).
+check-unit: check-unit-plain check-unit-asan
+
+check-unit-plain: all
+	@$(CURDIR)/tests/run-tap.sh $(TEST_BIN)
+
+check-unit-asan: $(ASAN_BIN)
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		$(CURDIR)/tests/run-tap.sh $(ASAN_BIN)
 
 # make check-core: unit tests, a bounded fuzz run and a simulator smoke test.
 check: check-unit fuzz-smoke sim-smoke

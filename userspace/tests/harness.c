@@ -80,6 +80,11 @@ static int h_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *t)
 		return 0;
 	}
 	at = n->now;
+	if (n->filter && n->filter(n, h->id, p->data, len, &at)) {
+		l->dropped++;
+		free(p);
+		return 0;
+	}
 	if (l->rate_bps) {
 		u64 ser = (u64)(len + 42) * 8 * 1000000000ull / l->rate_bps;
 
@@ -112,12 +117,14 @@ static void h_complete(void *env, struct mr_qp *qp, const struct mr_cqe *cqe)
 	struct h_host *h = h_env(env);
 
 	assert(h->ncqe < H_MAX_CQE);
+	h->cqe_qp[h->ncqe] = (u8)((struct h_qp *)qp - h->qps);
 	h->cqes[h->ncqe++] = *cqe;
 	if (cqe->opcode != MR_WC_RECV && cqe->opcode != MR_WC_RECV_WRITE_IMM) {
 		struct h_wr *w = &h->wrs[cqe->cookie];
 
 		assert(!w->done);
 		w->done = 1;
+		w->done_at = h->net->now;
 		w->cqe = *cqe;
 	}
 	(void)qp;
@@ -128,6 +135,7 @@ static void h_qp_error(void *env, struct mr_qp *qp, int status)
 	struct h_host *h = h_env(env);
 
 	h->qp_errors++;
+	h->qp_err_status[(struct h_qp *)qp - h->qps] = status;
 	if (h->net->trace)
 		fprintf(stderr, "# host %d qp %u error %d\n", h->id, qp->qpn,
 			status);
@@ -242,28 +250,45 @@ void h_net_free(struct h_net *n)
 	free(n);
 }
 
+void h_attr_default(struct h_net *n, struct mr_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->mtu = n->host[0].conn.cfg.mtu;
+	a->timeout_ns = 0;
+	a->retry_cnt = 7;
+	a->rnr_retry = 7;
+	a->min_rnr_timer = 1;
+	a->max_rd_atomic = 16;
+	a->max_dest_rd_atomic = 16;
+}
+
 void h_connect(struct h_net *n, u32 i, u32 psn_a, u32 psn_b)
+{
+	struct mr_qp_attr a;
+
+	h_attr_default(n, &a);
+	h_connect_attr(n, i, psn_a, psn_b, &a);
+}
+
+void h_connect_attr(struct h_net *n, u32 i, u32 psn_a, u32 psn_b,
+		    const struct mr_qp_attr *tmpl)
 {
 	int k;
 
+	assert(i < H_MAX_QPS);
 	for (k = 0; k < 2; k++) {
 		struct h_host *h = &n->host[k];
 		struct h_qp *q = &h->qps[i];
-		struct mr_qp_attr a;
+		struct mr_qp_attr a = *tmpl;
 
-		memset(&a, 0, sizeof(a));
 		mr_qp_init(&q->qp, 0x100 + 0x10 * k + i);
 		q->host = h;
+		q->nrecv = 0;
 		a.dest_qpn = 0x100 + 0x10 * (1 - k) + i;
 		a.rq_psn = k ? psn_a : psn_b;
 		a.sq_psn = k ? psn_b : psn_a;
-		a.mtu = h->conn.cfg.mtu;
-		a.timeout_ns = 0;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.min_rnr_timer = 1;
-		a.max_rd_atomic = 16;
-		a.max_dest_rd_atomic = 16;
+		if (!a.mtu)
+			a.mtu = h->conn.cfg.mtu;
 		if (mr_qp_connect(&q->qp, &h->conn, &a, n->now) ||
 		    mr_qp_rts(&q->qp, &a, n->now))
 			abort();
@@ -308,6 +333,21 @@ static int h_add(struct h_net *n, int hi, u32 i, u8 op, u64 laddr, u32 len,
 	h_ext[hi][h->nwr].qp = i;
 	h->nwr++;
 	return (int)h->nwr - 1;
+}
+
+int h_post_wr(struct h_net *n, int hi, u32 i, const struct mr_wr *wr,
+	      u64 laddr)
+{
+	struct h_host *h = &n->host[hi];
+	int k = h_add(n, hi, i, wr->opcode, laddr, wr->len, wr->raddr,
+		      wr->imm);
+
+	if (k < 0)
+		return k;
+	h->wrs[k].wr = *wr;
+	h->wrs[k].wr.cookie = (u64)k;
+	h_pump(n, hi);
+	return k;
 }
 
 int h_post(struct h_net *n, int hi, u32 i, u8 op, u64 laddr, u32 len,
@@ -382,18 +422,22 @@ static void h_deliver(struct h_net *n, struct h_pkt *p)
 			st = MR_RXS_LENGTH;
 			break;
 		}
+		assert(r->addr + r->len <= h->memlen);
 		memcpy(h->mem + r->addr + hd.offset, pl, hd.plen);
 		break;
 	}
 	case MR_RXA_READ_RESP: {
 		struct h_wr *w = &h->wrs[rx.cookie];
 
+		assert(rx.cookie < h->nwr && hd.offset + hd.plen <= w->wr.len &&
+		       w->laddr + w->wr.len <= h->memlen);
 		memcpy(h->mem + w->laddr + hd.offset, pl, hd.plen);
 		break;
 	}
 	case MR_RXA_ATOMIC_RESP: {
 		struct h_wr *w = &h->wrs[rx.cookie];
 
+		assert(rx.cookie < h->nwr && w->laddr + 8 <= h->memlen);
 		memcpy(h->mem + w->laddr, &hd.orig, 8);
 		break;
 	}

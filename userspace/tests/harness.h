@@ -22,6 +22,7 @@ struct h_wr {
 	u64 laddr;		/* local buffer (host memory offset) */
 	struct mr_wr wr;
 	int done;
+	u64 done_at;
 	struct mr_cqe cqe;
 };
 
@@ -66,8 +67,10 @@ struct h_host {
 	struct h_wr wrs[H_MAX_WR];
 	u32 nwr;
 	struct mr_cqe cqes[H_MAX_CQE];
+	u8 cqe_qp[H_MAX_CQE];	/* QP index of each completion */
 	u32 ncqe;
 	int qp_errors;
+	int qp_err_status[H_MAX_QPS];	/* last qp_error() status, or 0 */
 	u64 drops[MR_DROP_NR_REASONS];
 	u64 decode_drops;
 };
@@ -82,6 +85,13 @@ struct h_pkt {
 	u8 data[];
 };
 
+/*
+ * Per-packet hook: return nonzero to drop the packet; may add to *delay.
+ * @from is the sending host; @pkt/@len the datagram.
+ */
+typedef int (*h_filter_fn)(struct h_net *n, int from, const u8 *pkt, u32 len,
+			   u64 *delay);
+
 struct h_net {
 	u64 now;
 	u64 rng;
@@ -91,6 +101,8 @@ struct h_net {
 	struct h_pkt *q;	/* sorted by (at, seq) */
 	u64 delivered;
 	int trace;
+	h_filter_fn filter;
+	void *filter_arg;
 };
 
 extern const struct mr_env_ops h_ops;
@@ -101,6 +113,17 @@ struct h_net *h_net_new(const struct mr_conn_cfg *cfg, u64 memlen, u64 seed,
 void h_net_free(struct h_net *n);
 /* Connect QP pair index @i on both hosts (RTR+RTS). */
 void h_connect(struct h_net *n, u32 i, u32 psn_a, u32 psn_b);
+/* The same with attributes from @tmpl (dest_qpn, psns and mtu are set). */
+void h_connect_attr(struct h_net *n, u32 i, u32 psn_a, u32 psn_b,
+		    const struct mr_qp_attr *tmpl);
+/* The default attributes h_connect() uses. */
+void h_attr_default(struct h_net *n, struct mr_qp_attr *a);
+/*
+ * Queue a full work request (cookie is set to the h_wr index) on host @h
+ * QP @i with local buffer @laddr; returns the h_wr index or -1.
+ */
+int h_post_wr(struct h_net *n, int h, u32 i, const struct mr_wr *wr,
+	      u64 laddr);
 /* Post a work request on host @h QP @i; returns the h_wr index or -1. */
 int h_post(struct h_net *n, int h, u32 i, u8 op, u64 laddr, u32 len,
 	   u64 raddr, u32 imm);

@@ -1,0 +1,828 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Connections (core/conn.c): the DSN window (exactly-once processing,
+ * window limits, NOPs), epoch rules, ACK coalescing, congestion window
+ * (slow start, ECN cut, additive increase, receiver hint), pacing, the
+ * segment table, configuration checks and reconfiguration.
+ */
+#include <string.h>
+#include "tap.h"
+#include "endpoint.h"
+#include "harness.h"
+#include "internal.h"
+
+#define US 1000ull
+#define MS 1000000ull
+#define WIRE (1024 + 60)
+#define PEER 0xabc00000u
+
+static struct ep *receiver(const struct mr_conn_cfg *cfg)
+{
+	struct ep *e = ep_new(cfg, 0x1234, PEER, 1);
+
+	ep_qp(e, 0, NULL);
+	return e;
+}
+
+static struct ep *sender(u32 npaths)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = npaths;
+	e = ep_new(&cfg, 1000, PEER, 7);
+	ep_qp(e, 0, NULL);
+	return e;
+}
+
+/* DSN window */
+
+static void test_exactly_once(void)
+{
+	struct ep *e = receiver(NULL);
+	struct mr_hdr h;
+	int r1, r2, r3;
+	u32 calls;
+
+	/* one 2-segment WRITE; the first segment arrives twice */
+	ep_hdr_req(e, &h, MR_OP_WRITE, 0, 0x200, 0, PEER, PEER, 2048, 0, 1024);
+	r1 = ep_rx(e, &h, 0);
+	calls = e->rx_done_calls;
+	h.path = 3;		/* the retransmission, elsewhere */
+	h.psn = PEER + 7;
+	h.flags |= MR_F_RETX;
+	r2 = ep_rx(e, &h, 0);
+	tap_ok(r1 == MR_RXA_WRITE && r2 == MR_RXA_DROP &&
+	       e->last_rx.reason == MR_DROP_DUP && e->rx_done_calls == calls &&
+	       e->c.drops[MR_DROP_DUP] == 1,
+	       "a segment arriving twice is placed once, the copy dropped as duplicate");
+	tap_ok(e->qp[0].rq[0x200 % MR_MSG_WND].landed == 1024 &&
+	       e->c.stats[MR_ST_RX_PLACED] == 1,
+	       "its bytes are counted once");
+	ep_hdr_req(e, &h, MR_OP_WRITE, 0, 0x200, 1, PEER, PEER + 1, 2048, 1024,
+		   1024);
+	r3 = ep_rx(e, &h, 0);
+	tap_ok(r3 == MR_RXA_WRITE && e->qp[0].rq_msn == 0x201 &&
+	       e->c.dsn_cum == PEER + 2,
+	       "the second segment completes the message exactly (rq_msn=%#x)",
+	       e->qp[0].rq_msn);
+	ep_free(e);
+}
+
+static void test_dsn_window(void)
+{
+	struct ep *e = receiver(NULL);
+	struct mr_hdr h;
+	int r;
+
+	ep_hdr_nop(e, &h, 0, PEER, PEER);
+	ep_rx(e, &h, 0);
+	ep_hdr_nop(e, &h, 0, PEER + 1, PEER + 1 + MR_DSN_WND);
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_DSN_WINDOW &&
+	       e->c.drops[MR_DROP_DSN_WINDOW] == 1 && e->c.dsn_cum == PEER + 1,
+	       "DSN dsn_cum+4096 -> dsn_window, not settled");
+	ep_hdr_nop(e, &h, 0, PEER + 2, PEER + MR_DSN_WND);
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_NONE &&
+	       mr_bit_test(e->c.dsn_bits, MR_DSN_WND - 1) &&
+	       e->c.dsn_cum == PEER + 1,
+	       "DSN dsn_cum+4095 (last in the window) is processed");
+	ep_hdr_nop(e, &h, 0, PEER + 3, PEER + 1 + 0x80000000u);
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_DUP,
+	       "DSN half the space away counts as old -> duplicate");
+	ep_hdr_nop(e, &h, 0, PEER + 4, PEER - 1);
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_DUP,
+	       "DSN dsn_cum-1 -> duplicate");
+	ep_free(e);
+}
+
+/* Abandoned segments go out as NOPs and still advance the peer. */
+static void test_nop(void)
+{
+	struct ep *e = sender(1);
+	struct mr_ack a;
+	u32 from, i, ok = 1;
+
+	ep_post(e, 0, MR_WR_WRITE, 3 * 1024, 1);
+	ep_tx(e);
+	mr_qp_set_error(&e->qp[0], e->now);
+	/* all three time out and are resent */
+	e->now = mr_path_next_timer(&e->c);
+	mr_conn_timer(&e->c, e->now);
+	from = e->ntx;
+	ep_tx(e);
+	for (i = from; i < e->ntx; i++)
+		if (e->tx[i].h.opcode != MR_OP_NOP ||
+		    e->tx[i].h.dsn != 1000 + i - from || e->tx[i].h.plen)
+			ok = 0;
+	tap_ok(ok && e->ntx - from == 3 && e->c.stats[MR_ST_TX_NOPS] == 3,
+	       "segments of a failed QP are resent as NOPs with their DSNs");
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, from, (u32)e->now);
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.dsn_una == e->c.dsn_nxt && mr_conn_idle(&e->c),
+	       "acknowledged NOPs free the segment table; the connection is idle");
+	ep_free(e);
+}
+
+/* Epochs */
+
+static void test_epoch(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_hdr h;
+	int r;
+
+	mr_conn_cfg_default(&cfg);
+	e = receiver(&cfg);
+	ep_hdr_nop(e, &h, 0, PEER, PEER);
+	h.flags = 0;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
+	       e->c.rx_epoch == 0, "no SYN: an unknown epoch is not adopted");
+	mr_conn_rx_flush(&e->c, e->now + 1 * MS);
+	tap_ok(ep_count(e, 0, MR_OP_ACK) == 0, "no ACK before the peer's epoch is known");
+	h.flags = MR_F_SYN;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_NONE && e->c.rx_epoch == PEER &&
+	       e->c.dsn_cum == PEER + 1, "a SYN packet's epoch is adopted");
+	/* a new epoch (peer restarted) while the old one is live */
+	e->now += cfg.epoch_quiet_ns / 2;
+	ep_hdr_nop(e, &h, 1, 0x5555, 0x5555);
+	h.epoch = 0x5555;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
+	       e->c.rx_epoch == PEER,
+	       "a new epoch's SYN within epoch_quiet_ns of live traffic is dropped");
+	ep_hdr_nop(e, &h, 0, PEER + 1, PEER + 1);
+	ep_rx(e, &h, 0);
+	e->now += cfg.epoch_quiet_ns - 1;
+	ep_hdr_nop(e, &h, 1, 0x5555, 0x5555);
+	h.epoch = 0x5555;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->c.rx_epoch == PEER,
+	       "live traffic restarts the quiet time");
+	e->now += 1;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_NONE && e->c.rx_epoch == 0x5555 &&
+	       e->c.dsn_cum == 0x5556 && !e->c.rpath[0].active &&
+	       e->c.rpath[1].base == 0x5556,
+	       "after epoch_quiet_ns of silence the new epoch replaces it, receive state reset");
+	/* the old epoch is stale now */
+	ep_hdr_nop(e, &h, 0, PEER + 2, PEER + 2);
+	h.flags = 0;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
+	       e->c.rx_epoch == 0x5555, "packets of the replaced epoch are dropped");
+	ep_hdr_nop(e, &h, 0, PEER + 3, PEER + 3);
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->c.rx_epoch == 0x5555,
+	       "even with SYN, while the new epoch is live");
+	/* the peer's epoch in an ACK_REQ: unsequenced packets never adopt */
+	ep_free(e);
+
+	e = receiver(NULL);
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_ACK_REQ;
+	h.dst_qpn = EP_QPN(0);
+	h.src_qpn = EP_PEER_QPN(0);
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
+	       !e->c.rx_epoch, "an ACK_REQ cannot establish an epoch");
+	ep_free(e);
+}
+
+static void test_syn_cleared(void)
+{
+	struct ep *e = sender(1);
+	struct mr_ack a;
+	int r, i;
+
+	ep_post(e, 0, MR_WR_WRITE, 4 * 1024, 1);
+	ep_tx(e);
+	tap_ok(e->c.syn && (e->tx[0].h.flags & MR_F_SYN) &&
+	       (e->tx[3].h.flags & MR_F_SYN), "data carries SYN before any ACK");
+	ep_ack_init(e, &a);
+	a.ack_epoch = 999;
+	r = ep_rx_ack(e, &a);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
+	       e->c.syn, "an ACK for another epoch is dropped and does not clear SYN");
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, 0, (u32)e->now);
+	r = ep_rx_ack(e, &a);
+	ep_post(e, 0, MR_WR_WRITE, 1024, 2);
+	ep_tx(e);
+	i = ep_last(e, MR_OP_WRITE);
+	tap_ok(r == MR_RXA_NONE && !e->c.syn && i == 4 &&
+	       !(e->tx[i].h.flags & MR_F_SYN),
+	       "the first ACK for our epoch clears SYN on later packets");
+	/* ACK without blocks handed in directly */
+	{
+		struct mr_hdr h;
+		struct mr_rx rx;
+
+		memset(&h, 0, sizeof(h));
+		h.opcode = MR_OP_ACK;
+		h.epoch = PEER;
+		mr_conn_rx(&e->c, NULL, &h, NULL, 0, e->now, &rx);
+		tap_ok(rx.action == MR_RXA_DROP && rx.reason == MR_DROP_BAD_ACK,
+		       "an ACK header without its blocks is dropped (bad_ack)");
+	}
+	ep_free(e);
+}
+
+/* ACK coalescing */
+
+static u32 nacks(const struct ep *e)
+{
+	return ep_count(e, 0, MR_OP_ACK);
+}
+
+static void test_ack_coalescing(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_hdr h;
+	u32 i, ok = 1;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.ack_every = 4;
+	cfg.ack_delay_ns = 50000;
+	e = receiver(&cfg);
+	for (i = 0; i < 3; i++) {
+		ep_hdr_nop(e, &h, 0, PEER + i, PEER + i);
+		ep_rx(e, &h, 0);
+		mr_conn_rx_flush(&e->c, e->now);
+		if (nacks(e))
+			ok = 0;
+	}
+	tap_ok(ok, "3 in-order packets (ack_every=4) are not acknowledged at once");
+	ep_hdr_nop(e, &h, 0, PEER + 3, PEER + 3);
+	ep_rx(e, &h, 0);
+	mr_conn_rx_flush(&e->c, e->now);
+	tap_ok(nacks(e) == 1 && e->tx[0].ack.npath == 1 &&
+	       e->tx[0].ack.path[0].base == PEER + 4 &&
+	       e->tx[0].ack.dsn_cum == PEER + 4 &&
+	       e->tx[0].ack.ack_epoch == PEER && e->tx[0].h.epoch == 0x1234 &&
+	       e->c.stats[MR_ST_TX_ACKS] == 1,
+	       "the 4th packet triggers one ACK with base, dsn_cum and both epochs");
+	/* delay */
+	ep_hdr_nop(e, &h, 0, PEER + 4, PEER + 4);
+	ep_rx(e, &h, 0);
+	mr_conn_rx_flush(&e->c, e->now);
+	tap_ok(nacks(e) == 1 &&
+	       mr_conn_next_timer(&e->c) == e->now + cfg.ack_delay_ns,
+	       "one packet: the ACK waits, timer armed at ack_delay_ns");
+	mr_conn_timer(&e->c, e->now + cfg.ack_delay_ns - 1);
+	tap_ok(nacks(e) == 1, "nothing 1ns before the deadline");
+	mr_conn_timer(&e->c, e->now + cfg.ack_delay_ns);
+	tap_ok(nacks(e) == 2 && mr_conn_next_timer(&e->c) == MR_U64_MAX,
+	       "the ACK goes at the deadline; no timer left");
+	/* ACKREQ */
+	ep_hdr_nop(e, &h, 0, PEER + 5, PEER + 5);
+	h.flags |= MR_F_ACKREQ;
+	ep_rx(e, &h, 0);
+	mr_conn_rx_flush(&e->c, e->now);
+	tap_ok(nacks(e) == 3, "ACKREQ: acknowledged at the next flush");
+	/* a hole */
+	ep_hdr_nop(e, &h, 0, PEER + 7, PEER + 7);
+	ep_rx(e, &h, 0);
+	mr_conn_rx_flush(&e->c, e->now);
+	tap_ok(nacks(e) == 4 && e->tx[e->ntx - 1].ack.path[0].bitmap[0] == 2,
+	       "a hole: acknowledged at once, bitmap shows the packet after it");
+	/* a duplicate: counted, no hole, no urgency */
+	ep_hdr_nop(e, &h, 0, PEER + 7, PEER + 7);
+	ep_rx(e, &h, 0);
+	mr_conn_rx_flush(&e->c, e->now);
+	tap_ok(nacks(e) == 4, "a duplicate of a SACKed packet does not force an ACK");
+	/* a probe asks for an ACK */
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_PROBE;
+	h.flags = MR_F_ACKREQ;
+	h.path = 9;
+	h.psn = PEER;
+	ep_rx(e, &h, 0);
+	mr_conn_rx_flush(&e->c, e->now);
+	{
+		const struct mr_ack *a = &e->tx[e->ntx - 1].ack;
+
+		ok = 0;
+		for (i = 0; i < a->npath; i++)
+			if (a->path[i].path == 9 && a->path[i].base == PEER + 1)
+				ok = 1;
+	}
+	tap_ok(nacks(e) == 5 && ok && e->c.dsn_cum == PEER + 6,
+	       "a PROBE is acknowledged at once on its path and consumes no DSN");
+	ep_free(e);
+}
+
+/* More than MR_ACK_MAX_QP QPs with state to report: several ACKs. */
+static void test_ack_qp_blocks(void)
+{
+	struct ep *e = ep_new(NULL, 0x1234, PEER, 1);
+	struct mr_hdr h;
+	u32 i, nq = 0, ok = 1;
+
+	for (i = 0; i < 17; i++)
+		ep_qp(e, i, NULL);
+	for (i = 0; i < 17; i++) {
+		ep_hdr_req(e, &h, MR_OP_WRITE, i, 0x200, 0, PEER + i, PEER + i,
+			   0, 0, 0);
+		ep_rx(e, &h, 0);
+	}
+	mr_conn_rx_flush(&e->c, e->now);
+	for (i = 0; i < e->ntx; i++) {
+		const struct mr_ack *a = &e->tx[i].ack;
+		u32 k;
+
+		for (k = 0; k < a->nqp; k++) {
+			if (a->qp[k].status != MR_QPS_OK ||
+			    a->qp[k].msn != 0x201 ||
+			    a->qp[k].qpn != EP_PEER_QPN(nq))
+				ok = 0;
+			nq++;
+		}
+	}
+	tap_ok(ok && nacks(e) == 2 && e->tx[0].ack.nqp == MR_ACK_MAX_QP &&
+	       e->tx[1].ack.nqp == 1 && e->tx[0].ack.npath == 1 &&
+	       e->tx[1].ack.npath == 0,
+	       "17 completed QPs: an ACK with 16 QP blocks, then one with 1 (%u ACKs)",
+	       nacks(e));
+	ep_free(e);
+}
+
+/* ACKs rotate over the usable paths' source ports. */
+static void test_ack_ports(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_hdr h;
+	u32 i, ok = 1;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = 3;
+	e = receiver(&cfg);
+	e->c.path[1].state = MR_PATH_DEAD;
+	for (i = 0; i < 6; i++) {
+		ep_hdr_nop(e, &h, 0, PEER + i, PEER + i);
+		h.flags |= MR_F_ACKREQ;
+		ep_rx(e, &h, 0);
+		mr_conn_rx_flush(&e->c, e->now);
+	}
+	for (i = 0; i < e->ntx; i++) {
+		u32 want = i % 2 ? 2 : 0;
+
+		if (e->tx[i].path != want ||
+		    e->tx[i].sport != e->c.path[want].sport)
+			ok = 0;
+	}
+	tap_ok(ok && e->ntx == 6,
+	       "ACKs alternate over the usable paths' ports, skipping a dead one");
+	ep_free(e);
+}
+
+/* Congestion control */
+
+/* Send what the window allows and acknowledge all of it after @rtt. */
+static u32 round_trip(struct ep *e, u64 rtt, u16 *ce, u16 *rx, u32 ce_pkts)
+{
+	struct mr_ack a;
+	u32 from = e->ntx, n;
+
+	ep_tx(e);
+	n = e->ntx - from;
+	e->now += rtt;
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, from, (u32)(e->now - rtt));
+	*rx += (u16)n;
+	*ce += (u16)mr_min32(ce_pkts, n);
+	a.path[0].ce_cnt = *ce;
+	a.path[0].rx_cnt = *rx;
+	ep_rx_ack(e, &a);
+	return n;
+}
+
+static void test_cc(void)
+{
+	struct ep *e = sender(1);
+	struct mr_conn *c = &e->c;
+	u16 ce = 0, rx = 0;
+	u32 w0, w1, n;
+
+	ep_post(e, 0, MR_WR_WRITE, 64u << 20, 1);
+	w0 = c->wnd;
+	n = round_trip(e, 20 * US, &ce, &rx, 0);
+	tap_ok(w0 == c->cfg.init_window && n == 61 &&
+	       c->wnd == w0 + n * WIRE && c->slow_start,
+	       "slow start: a clean round adds the bytes acknowledged (%u -> %u)",
+	       w0, c->wnd);
+	w1 = c->wnd;
+	n = round_trip(e, 20 * US, &ce, &rx, 1000);
+	tap_ok(!c->slow_start && c->alpha == 64 &&
+	       c->wnd == w1 - w1 / 32,
+	       "a round with CE ends slow start, cuts by alpha/2 (alpha=%u, %u -> %u)",
+	       c->alpha, w1, c->wnd);
+	w1 = c->wnd;
+	round_trip(e, 20 * US, &ce, &rx, 0);
+	tap_ok(c->wnd == w1 + c->cfg.ai_bytes && c->alpha == 60,
+	       "a clean round after slow start adds ai_bytes; alpha decays (%u -> %u)",
+	       w1, c->wnd);
+	/* losses do not cut: let a whole window time out */
+	w1 = c->wnd;
+	ep_tx(e);
+	e->now = mr_path_next_timer(c);
+	mr_conn_timer(c, e->now);
+	tap_ok(c->wnd == w1 && c->stats[MR_ST_RETX_RTO] > 0,
+	       "an RTO does not shrink the connection window");
+	ep_free(e);
+}
+
+static void test_hint(void)
+{
+	struct ep *e = sender(1);
+	struct mr_conn *c = &e->c;
+	struct mr_ack a;
+	u16 ce = 0, rx = 0;
+	u32 cap;
+
+	ep_post(e, 0, MR_WR_WRITE, 64u << 20, 1);
+	round_trip(e, 20 * US, &ce, &rx, 0);	/* srtt = 20 us */
+	ep_ack_init(e, &a);
+	a.rate_hint = 1000;			/* 1 Gbit/s */
+	ep_rx_ack(e, &a);
+	cap = 1000 * 20000 / 8000;
+	cap += cap / 4;
+	tap_ok(c->rate_hint == 1000 && c->wnd == cap,
+	       "the receiver's hint caps the window at hint x RTT x 1.25 (wnd=%u)",
+	       c->wnd);
+	ep_ack_init(e, &a);
+	a.rate_hint = 10;
+	ep_rx_ack(e, &a);
+	tap_ok(c->wnd == c->cfg.min_window,
+	       "never below min_window (wnd=%u)", c->wnd);
+	ep_ack_init(e, &a);
+	a.rate_hint = 2000;
+	ep_rx_ack(e, &a);
+	c->slow_start = 0;
+	while (c->inflight)	/* settle what is in flight */
+		round_trip(e, 20 * US, &ce, &rx, 0);
+	{
+		u32 w = c->wnd, want;
+
+		round_trip(e, 20 * US, &ce, &rx, 0);
+		want = 2000 * 20000 / 8000;
+		want += want / 4;
+		tap_ok(c->wnd == mr_min32(2 * w, want),
+		       "below a grown hint a clean round doubles toward it (%u -> %u)",
+		       w, c->wnd);
+	}
+	ep_ack_init(e, &a);
+	a.rate_hint = 0;
+	ep_rx_ack(e, &a);
+	tap_ok(c->rate_hint == 0, "hint 0 removes the cap");
+	ep_free(e);
+}
+
+static void test_pacing(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_ack a;
+	u32 n1, n2;
+	u64 gap = (u64)WIRE * 8000 / 1000;	/* ns per packet at 1 Gbit/s */
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = 1;
+	cfg.pacing = 1;
+	cfg.pace_burst = 10 * WIRE;
+	e = ep_new(&cfg, 1000, PEER, 7);
+	ep_qp(e, 0, NULL);
+	ep_ack_init(e, &a);
+	a.rate_hint = 1000;
+	ep_rx_ack(e, &a);
+	ep_post(e, 0, MR_WR_WRITE, 1u << 20, 1);
+	n1 = (u32)ep_tx(e);
+	tap_ok(n1 == 11, "paced: a burst of pace_burst (+1 packet) goes back to back (%u)",
+	       n1);
+	tap_ok(mr_conn_next_timer(&e->c) == e->c.next_tx &&
+	       e->c.next_tx == e->now + gap,
+	       "the timer is armed for the next packet, bytes x 8000 / Mbit/s later");
+	e->now += gap - 1;
+	n2 = (u32)ep_tx(e);
+	e->now += 1;
+	tap_ok(n2 == 0 && ep_tx(e) == 1, "one more packet exactly one gap later");
+	e->now += 3 * gap;
+	tap_ok(ep_tx(e) == 3, "three gaps later, three packets");
+	ep_free(e);
+
+	/* blocked by the segment table, not by pacing: no timer in the past */
+	cfg.seg_wnd = 16;
+	cfg.pace_burst = 64 * 1024;
+	e = ep_new(&cfg, 1000, PEER, 7);
+	ep_qp(e, 0, NULL);
+	ep_ack_init(e, &a);
+	a.rate_hint = 100000;
+	ep_rx_ack(e, &a);
+	ep_post(e, 0, MR_WR_WRITE, 1u << 20, 1);
+	ep_tx(e);
+	tap_ok(e->ntx == 16 && mr_conn_tx_pending(&e->c) &&
+	       mr_conn_next_timer(&e->c) > e->now,
+	       "a paced sender waiting for its segment table arms no timer in the past");
+	ep_free(e);
+}
+
+/* Windows, segment table, xmit failures */
+
+static void test_path_split(void)
+{
+	struct ep *e = sender(4);
+	u64 sum = 0;
+	u32 i;
+
+	e->c.path[1].weight = MR_WEIGHT_ONE / 4;
+	e->c.path[2].state = MR_PATH_DEAD;
+	mr_paths_rebalance(&e->c);
+	for (i = 0; i < 4; i++)
+		sum += e->c.path[i].cwnd;
+	tap_ok(e->c.path[2].cwnd == 0 &&
+	       e->c.path[1].cwnd * 4 + 4 >= e->c.path[0].cwnd &&
+	       e->c.path[1].cwnd * 4 <= e->c.path[0].cwnd &&
+	       e->c.path[0].cwnd == e->c.path[3].cwnd && sum <= e->c.wnd &&
+	       sum > e->c.wnd - 4,
+	       "the window splits over usable paths by weight (%u/%u/%u/%u)",
+	       e->c.path[0].cwnd, e->c.path[1].cwnd, e->c.path[2].cwnd,
+	       e->c.path[3].cwnd);
+	ep_free(e);
+}
+
+static void test_window_limits(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+
+	e = sender(2);
+	ep_post(e, 0, MR_WR_WRITE, 1u << 20, 1);
+	ep_tx(e);
+	tap_ok(e->c.inflight >= e->c.wnd &&
+	       e->c.inflight < e->c.wnd + WIRE && mr_conn_tx_pending(&e->c),
+	       "sending stops once inflight reaches the window (%u/%u)",
+	       e->c.inflight, e->c.wnd);
+	ep_free(e);
+
+	mr_conn_cfg_default(&cfg);
+	cfg.seg_wnd = 16;
+	cfg.npaths = 1;
+	e = ep_new(&cfg, 1000, PEER, 7);
+	ep_qp(e, 0, NULL);
+	ep_post(e, 0, MR_WR_WRITE, 1u << 20, 1);
+	ep_tx(e);
+	tap_ok(e->ntx == 16 && e->c.dsn_nxt - e->c.dsn_una == 16,
+	       "seg_wnd=16 bounds the DSNs in flight");
+	ep_free(e);
+}
+
+static void test_dsn_cum_releases(void)
+{
+	struct ep *e = sender(2);
+	struct mr_ack a;
+
+	ep_post(e, 0, MR_WR_WRITE, 10 * 1024, 1);
+	ep_tx(e);
+	ep_ack_init(e, &a);
+	a.dsn_cum = 1005;
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.dsn_una == 1005 && e->c.inflight == 10 * WIRE,
+	       "ACK.dsn_cum releases the segments below it (slots stay until SACKed)");
+	ep_ack_init(e, &a);
+	a.dsn_cum = e->c.dsn_nxt + 1;
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.dsn_una == 1005,
+	       "a dsn_cum beyond anything sent is ignored");
+	ep_free(e);
+}
+
+static void test_xmit_fail(void)
+{
+	struct ep *e = sender(1);
+	u32 n;
+
+	ep_post(e, 0, MR_WR_WRITE, 4 * 1024, 1);
+	e->xmit_ret = MR_XMIT_BUSY;
+	n = (u32)ep_tx(e);
+	tap_ok(n == 0 && mr_conn_tx_pending(&e->c) &&
+	       e->c.dsn_nxt - e->c.dsn_una == 1 && !e->c.inflight,
+	       "xmit busy: nothing sent, the segment waits with its DSN");
+	e->xmit_ret = 0;
+	n = (u32)ep_tx(e);
+	tap_ok(n == 4 && e->tx[0].h.dsn == 1000 && e->tx[3].h.dsn == 1003 &&
+	       !(e->tx[0].h.flags & MR_F_RETX),
+	       "once xmit accepts, the same DSNs go out in order");
+	ep_free(e);
+
+	e = sender(1);
+	ep_post(e, 0, MR_WR_WRITE, 4 * 1024, 1);
+	e->xmit_gone = 1;
+	n = (u32)ep_tx(e);
+	tap_ok(n == 1 && e->tx[0].h.opcode == MR_OP_NOP &&
+	       e->qp[0].state == MR_QP_ERR &&
+	       e->err_status[0] == MR_WC_LOC_PROT_ERR && e->ncqe == 1 &&
+	       e->cqe[0].cqe.status == MR_WC_LOC_PROT_ERR,
+	       "xmit gone: the segment becomes a NOP, the QP fails with LOC_PROT_ERR");
+	ep_free(e);
+}
+
+/* Configuration */
+
+static void test_cfg(void)
+{
+	struct mr_conn_cfg d, c;
+	struct mr_conn conn;
+	struct mr_seg segs[16];
+	int bad = 0, n = 0;
+
+	mr_conn_cfg_default(&d);
+	tap_ok(mr_conn_cfg_check(&d) == 0, "the default configuration is valid");
+#define BAD(stmt) do { c = d; stmt; n++; if (!mr_conn_cfg_check(&c)) { \
+		bad++; tap_diag("accepted: %s", #stmt); } } while (0)
+#define GOOD(stmt) do { c = d; stmt; n++; if (mr_conn_cfg_check(&c)) { \
+		bad++; tap_diag("rejected: %s", #stmt); } } while (0)
+	BAD(c.npaths = 0);
+	BAD(c.npaths = MR_MAX_PATHS + 1);
+	GOOD(c.npaths = MR_MAX_PATHS);
+	BAD(c.seg_wnd = 8);
+	BAD(c.seg_wnd = 2 * MR_DSN_WND);
+	BAD(c.seg_wnd = 100);
+	GOOD(c.seg_wnd = MR_DSN_WND);
+	GOOD(c.seg_wnd = 16);
+	BAD(c.mtu = 255);
+	BAD(c.mtu = MR_MAX_PAYLOAD + 1);
+	GOOD(c.mtu = MR_MAX_PAYLOAD);
+	BAD(c.min_window = 0);
+	BAD(c.min_window = c.max_window + 1);
+	BAD(c.init_window = c.min_window - 1);
+	BAD(c.init_window = c.max_window + 1);
+	BAD(c.max_window = 0xffffffffu);
+	BAD(c.max_window = (1u << 30) + 1);
+	GOOD(c.max_window = 1u << 30);
+	BAD(c.ecn_shift = 0);
+	BAD(c.ecn_shift = 11);
+	BAD(c.rto_min_ns = 0);
+	BAD(c.rto_min_ns = c.rto_max_ns + 1);
+	BAD(c.rto_init_ns = 0);
+	BAD(c.ack_every = 0);
+	BAD(c.reorder_thresh = 0);
+	BAD(c.reorder_thresh = MR_PATH_WND);
+	GOOD(c.reorder_thresh = 1);
+	BAD(c.dead_after = 0);
+	BAD(c.probe_ns = 0);
+	BAD(c.msg_ack_ns = 0);
+	BAD(c.repick_alpha = 1025);
+	GOOD(c.repick_alpha = 0);
+	BAD(c.sport_min = 0);
+	BAD(c.sport_min = 2000; c.sport_max = 1999);
+	GOOD(c.sport_min = 2000; c.sport_max = 2000);
+#undef BAD
+#undef GOOD
+	tap_ok(!bad, "mr_conn_cfg_check rejects each invalid field, accepts the edges (%d cases)",
+	       n);
+
+	c = d;
+	c.seg_wnd = 16;
+	tap_ok(mr_conn_init(&conn, &c, segs, &h_ops, NULL, 0, 1, 0) < 0 &&
+	       mr_conn_init(&conn, &c, NULL, &h_ops, NULL, 1, 1, 0) < 0 &&
+	       mr_conn_init(&conn, &c, segs, NULL, NULL, 1, 1, 0) < 0 &&
+	       mr_conn_init(&conn, &c, segs, &h_ops, NULL, 1, 1, 0) == 0,
+	       "mr_conn_init rejects epoch 0, no segment table, no ops");
+}
+
+static void test_reconfigure(void)
+{
+	struct ep *e = sender(2);
+	struct mr_conn_cfg c = e->c.cfg;
+
+	c.max_window = 32 * 1024;
+	c.init_window = 32 * 1024;
+	tap_ok(mr_conn_reconfigure(&e->c, &c) == 0 && e->c.wnd == 32 * 1024 &&
+	       e->c.path[0].cwnd == 16 * 1024 &&
+	       e->c.round_target <= e->c.wnd,
+	       "reconfigure lowers max_window: the window and path shares follow");
+	c.min_window = 48 * 1024;
+	c.max_window = 64 * 1024;
+	c.init_window = 48 * 1024;
+	tap_ok(mr_conn_reconfigure(&e->c, &c) == 0 && e->c.wnd == 48 * 1024,
+	       "raising min_window raises the window");
+	c = e->c.cfg;
+	c.npaths = 3;
+	tap_ok(mr_conn_reconfigure(&e->c, &c) < 0 && e->c.cfg.npaths == 2,
+	       "npaths cannot change on a live connection");
+	c = e->c.cfg;
+	c.seg_wnd = 512;
+	tap_ok(mr_conn_reconfigure(&e->c, &c) < 0, "nor seg_wnd");
+	c = e->c.cfg;
+	c.ack_every = 0;
+	tap_ok(mr_conn_reconfigure(&e->c, &c) < 0 && e->c.cfg.ack_every,
+	       "an invalid configuration is refused and changes nothing");
+	c = e->c.cfg;
+	c.reorder_thresh = 1;
+	c.ack_every = 2;
+	tap_ok(mr_conn_reconfigure(&e->c, &c) == 0 &&
+	       e->c.cfg.reorder_thresh == 1 && e->c.cfg.ack_every == 2,
+	       "tunables change on a live connection");
+	ep_free(e);
+}
+
+static void test_rx_rate_idle(void)
+{
+	struct ep *e = receiver(NULL);
+	struct mr_hdr h;
+	u32 rate, ce, i;
+
+	mr_conn_rx_rate(&e->c, e->now, NULL);
+	for (i = 0; i < 10; i++) {
+		ep_hdr_req(e, &h, MR_OP_WRITE, 0, 0x200 + i, 0, PEER + i,
+			   PEER + i, 1000 - 60 + 0, 0, 1000 - 60);
+		ep_rx(e, &h, i < 3);
+	}
+	e->now += 80 * US;	/* 10 x 1000 bytes in 80 us = 1000 Mbit/s */
+	rate = mr_conn_rx_rate(&e->c, e->now, &ce);
+	tap_ok(rate == 1000 && ce == 300,
+	       "arrival rate and CE share since the last call (%u Mbit/s, %u permille)",
+	       rate, ce);
+	rate = mr_conn_rx_rate(&e->c, e->now + 1 * MS, &ce);
+	tap_ok(rate == 0 && ce == 0, "the meter restarts at each call");
+	ep_free(e);
+
+	e = sender(1);
+	tap_ok(mr_conn_idle(&e->c), "a fresh connection is idle");
+	ep_post(e, 0, MR_WR_WRITE, 1024, 1);
+	tap_ok(!mr_conn_idle(&e->c), "a posted request makes it busy");
+	ep_tx(e);
+	{
+		struct mr_ack a;
+
+		ep_ack_init(e, &a);
+		ep_ack_sent(e, &a, 0, 0, (u32)e->now);
+		ep_ack_qp(&a, MR_QPS_OK, EP_QPN(0), 0, 0x101, 0);
+		ep_rx_ack(e, &a);
+	}
+	tap_ok(mr_conn_idle(&e->c) && e->ncqe == 1 && e->cqe[0].cqe.status == MR_WC_OK,
+	       "acknowledged and completed: idle again");
+	ep_free(e);
+}
+
+/* Exactly-once over a link that duplicates and reorders. */
+static void test_dup_link(void)
+{
+	struct h_net *n = h_net_new(NULL, 4u << 20, 5, 0x11, 0x22);
+	u32 i;
+	int ok;
+
+	n->link[0].dup_ppm = 200000;
+	n->link[0].reorder_ppm = 200000;
+	n->link[0].reorder_ns = 30000;
+	n->link[1].dup_ppm = 200000;
+	h_connect(n, 0, 1, 2);
+	for (i = 0; i < (1u << 20); i++)
+		n->host[0].mem[i] = (u8)(i * 7 + (i >> 9));
+	h_post(n, 0, 0, MR_WR_WRITE, 0, 1u << 20, 2u << 20, 0);
+	ok = h_run(n, 10000 * MS) == 0;
+	tap_ok(ok && !memcmp(n->host[0].mem, n->host[1].mem + (2u << 20),
+			     1u << 20),
+	       "1 MiB WRITE over a link duplicating and reordering 20%%: intact");
+	tap_ok(n->host[1].conn.stats[MR_ST_RX_PLACED] == 1024 &&
+	       n->host[1].conn.drops[MR_DROP_DUP] > 50,
+	       "each of the 1024 segments placed exactly once (%llu placed, %llu duplicates dropped)",
+	       (unsigned long long)n->host[1].conn.stats[MR_ST_RX_PLACED],
+	       (unsigned long long)n->host[1].conn.drops[MR_DROP_DUP]);
+	h_net_free(n);
+}
+
+int main(void)
+{
+	tap_start();
+	test_exactly_once();
+	test_dsn_window();
+	test_nop();
+	test_epoch();
+	test_syn_cleared();
+	test_ack_coalescing();
+	test_ack_qp_blocks();
+	test_ack_ports();
+	test_cc();
+	test_hint();
+	test_pacing();
+	test_path_split();
+	test_window_limits();
+	test_dsn_cum_releases();
+	test_xmit_fail();
+	test_cfg();
+	test_reconfigure();
+	test_rx_rate_idle();
+	test_dup_link();
+	return tap_done();
+}

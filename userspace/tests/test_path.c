@@ -1,0 +1,743 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Paths (core/path.c): bitmap helpers, per-path sequence and SACK, loss
+ * after reorder_thresh, RTT, RTO with backoff, dead paths, probes and
+ * revival, ECN weight AIMD and port re-pick (send half); the receiver's
+ * per-path window (receive half).
+ */
+#include <string.h>
+#include "tap.h"
+#include "endpoint.h"
+#include "internal.h"
+
+#define US 1000ull
+#define MS 1000000ull
+#define WIRE (1024 + 60)	/* WRITE segment with a 1024-byte payload */
+
+/* Bitmap helpers against a bit-by-bit reference */
+
+static int ref_bit(const u32 *m, u32 b)
+{
+	return (m[b / 32] >> (b % 32)) & 1;
+}
+
+static void test_bitmap(void)
+{
+	static const u32 shifts[] = { 0, 1, 5, 31, 32, 33, 63, 64, 100, 200,
+				      255, 256, 257, 1000 };
+	u32 i, s, b, bad = 0;
+	u64 x = 88172645463325252ull;
+
+	for (i = 0; i < 50; i++) {
+		for (s = 0; s < sizeof(shifts) / sizeof(shifts[0]); s++) {
+			u32 m[8], o[8];
+
+			for (b = 0; b < 8; b++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				o[b] = m[b] = (u32)x;
+			}
+			mr_bitmap_shift(m, 8, shifts[s]);
+			for (b = 0; b < 256; b++) {
+				u32 src = b + shifts[s];
+				int want = src < 256 ? ref_bit(o, src) : 0;
+
+				if (ref_bit(m, b) != want)
+					bad++;
+			}
+		}
+	}
+	tap_ok(!bad, "mr_bitmap_shift matches a bit-by-bit shift (700 random maps)");
+
+	bad = 0;
+	for (i = 0; i <= 256; i++) {
+		u32 m[8];
+
+		memset(m, 0, sizeof(m));
+		for (b = 0; b < i; b++)
+			mr_bit_set(m, b);
+		/* noise after the first hole */
+		if (i + 1 < 256)
+			mr_bit_set(m, i + 1);
+		if (mr_bitmap_ones(m, 8) != i)
+			bad++;
+	}
+	tap_ok(!bad, "mr_bitmap_ones counts 0..256 leading ones");
+
+	{
+		u32 m[8] = { 0 };
+
+		mr_bit_set(m, 37);
+		mr_bit_set(m, 255);
+		bad = !mr_bit_test(m, 37) || !mr_bit_test(m, 255) ||
+		      mr_bit_test(m, 36) || m[1] != 1u << 5 ||
+		      m[7] != 0x80000000u;
+		mr_bit_clear(m, 37);
+		bad |= mr_bit_test(m, 37) || m[1];
+		tap_ok(!bad, "mr_bit_set/test/clear address the right word and bit");
+	}
+}
+
+/* A sender with @npaths paths and QP 0 connected. */
+static struct ep *sender(u32 npaths, u32 epoch, u32 thresh)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = npaths;
+	cfg.reorder_thresh = thresh;
+	e = ep_new(&cfg, epoch, 0x77770001, 99);
+	ep_qp(e, 0, NULL);
+	return e;
+}
+
+/* Post a WRITE of @n full segments and send what the window allows. */
+static void send_segs(struct ep *e, u32 n)
+{
+	static u64 cookie;
+
+	if (ep_post(e, 0, MR_WR_WRITE, n * 1024, ++cookie))
+		tap_diag("post failed");
+	ep_tx(e);
+}
+
+static u64 inflight_sum(const struct ep *e)
+{
+	u64 s = 0;
+	u32 i, k;
+
+	for (i = 0; i < e->c.npaths; i++) {
+		const struct mr_path *p = &e->c.path[i];
+		u64 ps = 0;
+
+		for (k = 0; k < MR_PATH_WND; k++)
+			if (mr_bit_test(p->out, k))
+				ps += p->len[k];
+		if (ps != p->inflight)
+			return ~0ull;
+		s += ps;
+	}
+	return s == e->c.inflight ? s : ~0ull;
+}
+
+static void test_wrap(void)
+{
+	struct ep *e = sender(1, 0xfffffff8, 3);
+	struct mr_ack a;
+	u32 i, ok = 1;
+
+	send_segs(e, 20);
+	for (i = 0; i < e->ntx; i++)
+		if (e->tx[i].h.psn != 0xfffffff8 + i ||
+		    e->tx[i].h.dsn != 0xfffffff8 + i ||
+		    !(e->tx[i].h.flags & MR_F_SYN))
+			ok = 0;
+	tap_ok(ok && e->ntx == 20 && e->c.path[0].nxt == 0xc,
+	       "psn and DSN start at the epoch and wrap through 0 (%u sent)",
+	       e->ntx);
+	tap_ok(inflight_sum(e) == 20 * WIRE,
+	       "inflight counts 20 wire lengths, per path and in total");
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, 0, (u32)e->now);
+	e->now += 50 * US;
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.inflight == 0 && e->c.path[0].una == 0xc &&
+	       e->c.dsn_una == e->c.dsn_nxt && !e->c.syn,
+	       "one ACK across the wrap settles all 20 (una=%#x, dsn_una=%#x)",
+	       e->c.path[0].una, e->c.dsn_una);
+	ep_free(e);
+}
+
+static void test_sack_loss(u32 thresh)
+{
+	struct ep *e = sender(1, 1000, thresh);
+	struct mr_ack a;
+	struct mr_ack_path *ap;
+	u32 b = 1000, i, lost_at = 3 + thresh;
+	u64 rtx0;
+	int first;
+
+	send_segs(e, 12);
+	/* psn 3 is missing; later packets arrive one ACK at a time */
+	for (i = 0; i < 3 + thresh; i++) {
+		if (i == 3)
+			continue;
+		ep_ack_init(e, &a);
+		ap = ep_ack_path(&a, 0, b);
+		ap->tsecr = (u32)e->now;
+		ep_ack_set(ap, b + i);
+		ep_rx_ack(e, &a);
+	}
+	tap_ok(e->c.path[0].una == b + 3 && !e->c.rtx_cnt &&
+	       e->c.inflight == (12 - 2 - thresh) * WIRE &&
+	       !e->c.stats[MR_ST_RETX_SACK],
+	       "thresh %u: hole not lost while fewer than %u later packets are SACKed",
+	       thresh, thresh);
+	ep_ack_init(e, &a);
+	ap = ep_ack_path(&a, 0, b);
+	ep_ack_set(ap, b + lost_at);
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.rtx_cnt == 1 && e->c.stats[MR_ST_RETX_SACK] == 1 &&
+	       e->c.path[0].lost == 1 && e->c.path[0].una == b + 4 + thresh,
+	       "thresh %u: psn+%u SACKed declares the hole lost", thresh,
+	       thresh);
+	first = (int)e->ntx;
+	rtx0 = e->c.stats[MR_ST_TX_DATA];
+	ep_tx(e);
+	tap_ok((u32)first < e->ntx && e->tx[first].h.dsn == 1003 &&
+	       (e->tx[first].h.flags & MR_F_RETX) && e->tx[first].h.psn == b + 12 &&
+	       e->c.stats[MR_ST_TX_DATA] >= rtx0,
+	       "thresh %u: the lost DSN goes out first, flagged RETX, under a new psn",
+	       thresh);
+	/* the original arrives after all: its ACK must not count twice */
+	ep_ack_init(e, &a);
+	ap = ep_ack_path(&a, 0, b);
+	ep_ack_set(ap, b + 3);
+	ep_rx_ack(e, &a);
+	tap_ok(inflight_sum(e) != ~0ull && e->c.segs[1003 & e->c.seg_mask].state ==
+	       MR_SEGS_INFLIGHT,
+	       "thresh %u: late SACK of the lost original changes nothing", thresh);
+	ep_free(e);
+}
+
+/* DSN 0xffffffff is an ordinary DSN, not the probe marker. */
+static void test_dsn_ffffffff(void)
+{
+	struct ep *e = sender(1, 0xfffffffc, 3);
+	struct mr_ack a;
+	struct mr_ack_path *ap;
+	u32 i;
+	int first;
+
+	send_segs(e, 8);
+	ep_ack_init(e, &a);
+	ap = ep_ack_path(&a, 0, 0xfffffffc);
+	for (i = 0; i < 8; i++)
+		if (i != 3)
+			ep_ack_set(ap, 0xfffffffc + i);
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.rtx_cnt == 1 && e->c.stats[MR_ST_RETX_SACK] == 1,
+	       "the lost segment with DSN 0xffffffff is queued for retransmission");
+	first = (int)e->ntx;
+	ep_tx(e);
+	tap_ok((int)e->ntx == first + 1 && e->tx[first].h.dsn == 0xffffffff,
+	       "and retransmitted");
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, (u32)first, (u32)e->now);
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.dsn_una == e->c.dsn_nxt && !e->c.inflight,
+	       "its SACK releases it and dsn_una moves past it");
+	ep_free(e);
+}
+
+static void test_dup_and_unsent_acks(void)
+{
+	struct ep *e = sender(2, 5, 3);
+	struct mr_ack a;
+	struct mr_ack_path *ap;
+	u64 inflight;
+	u32 una;
+
+	send_segs(e, 8);	/* 4 per path */
+	inflight = e->c.inflight;
+	ep_ack_init(e, &a);
+	ap = ep_ack_path(&a, 0, 5);
+	ep_ack_set(ap, 5 + 4);	/* path 0 sent 5..8 only */
+	ep_ack_set(ap, 5);
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.inflight == inflight && e->c.path[0].una == 5,
+	       "a block SACKing a psn never sent is ignored entirely");
+	ep_ack_init(e, &a);
+	ep_ack_path(&a, 0, 5 + 5);
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.inflight == inflight && e->c.path[0].una == 5,
+	       "a block whose base is beyond what was sent is ignored");
+	ep_ack_init(e, &a);
+	ap = ep_ack_path(&a, 3, 5);
+	ep_ack_set(ap, 5);
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.inflight == inflight, "a block for a path beyond npaths is ignored");
+
+	ep_ack_init(e, &a);
+	ap = ep_ack_path(&a, 1, 5);
+	ep_ack_set(ap, 5);
+	ep_ack_set(ap, 6);
+	ep_rx_ack(e, &a);
+	una = e->c.path[1].una;
+	inflight = e->c.inflight;
+	ep_rx_ack(e, &a);
+	ep_rx_ack(e, &a);
+	tap_ok(una == 7 && e->c.inflight == inflight &&
+	       e->c.inflight == 6 * WIRE && inflight_sum(e) == e->c.inflight,
+	       "a duplicated ACK is idempotent (una=%u)", una);
+	ep_free(e);
+}
+
+static void test_rtt(void)
+{
+	struct ep *e = sender(1, 1, 3);
+	struct mr_ack a;
+	u32 ts;
+
+	send_segs(e, 2);
+	ts = (u32)e->tx[0].h.tsval;
+	e->now += 100 * US;
+	ep_ack_init(e, &a);
+	ep_ack_path(&a, 0, 1)->tsecr = ts;
+	ep_ack_set(&a.path[0], 1);
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.path[0].srtt == 100000 && e->c.path[0].rttvar == 50000 &&
+	       e->c.path[0].min_rtt == 100000,
+	       "first RTT sample: srtt=rtt, rttvar=rtt/2 (srtt=%u)",
+	       e->c.path[0].srtt);
+	e->now += 100 * US;
+	ep_ack_init(e, &a);
+	ep_ack_path(&a, 0, 1)->tsecr = ts;
+	ep_ack_set(&a.path[0], 2);
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.path[0].srtt == 112500 && e->c.path[0].rttvar == 62500 &&
+	       e->c.path[0].min_rtt == 100000,
+	       "second sample 200us: RFC 6298 gains (srtt=%u rttvar=%u)",
+	       e->c.path[0].srtt, e->c.path[0].rttvar);
+	tap_ok(mr_path_rto(&e->c, &e->c.path[0]) == e->c.cfg.rto_min_ns,
+	       "RTO of a fast path is clamped to rto_min");
+	ep_free(e);
+}
+
+static void test_rto_backoff(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_path *p;
+	u64 t, t0;
+	u32 k, ok = 1;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = 1;
+	cfg.rto_max_ns = 40 * MS;
+	e = ep_new(&cfg, 7, 0x77770001, 5);
+	ep_qp(e, 0, NULL);
+	p = &e->c.path[0];
+	send_segs(e, 5);
+	t0 = e->now;
+	t = mr_path_next_timer(&e->c);
+	tap_ok(t == t0 + cfg.rto_init_ns,
+	       "first RTO armed rto_init after the first send (%llu)",
+	       (unsigned long long)(t - t0));
+	e->now = t - 1;
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(p->timeouts == 0 && e->c.inflight == 5 * WIRE,
+	       "nothing happens 1ns before the RTO");
+	e->now = t;
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(p->timeouts == 1 && e->c.inflight == 0 && e->c.rtx_cnt == 5 &&
+	       e->c.stats[MR_ST_RETX_RTO] == 5 && p->una == p->nxt &&
+	       p->weight == MR_WEIGHT_ONE / 2,
+	       "RTO declares all 5 outstanding lost, halves the weight");
+	/* backoff: 5, 10, 20, 40 (max), 40 ms */
+	for (k = 1; k <= 5; k++) {
+		u64 want = mr_min64(cfg.rto_init_ns << k, cfg.rto_max_ns);
+
+		ep_tx(e);	/* retransmit: the path has outstanding data */
+		t = mr_path_next_timer(&e->c);
+		if (t - e->now != want) {
+			ok = 0;
+			tap_diag("timeout %u: next RTO in %llu, want %llu", k,
+				 (unsigned long long)(t - e->now),
+				 (unsigned long long)want);
+		}
+		e->now = t;
+		mr_conn_timer(&e->c, e->now);
+	}
+	tap_ok(ok && p->timeouts == 6,
+	       "RTO doubles per consecutive timeout, capped at rto_max");
+	tap_ok(p->state != MR_PATH_DEAD && p->weight >= 1,
+	       "the only path is never declared dead (timeouts=%u)",
+	       p->timeouts);
+	/* ACK progress resets the backoff */
+	{
+		struct mr_ack a;
+
+		ep_tx(e);
+		ep_ack_init(e, &a);
+		ep_ack_sent(e, &a, 0, e->ntx - 1, (u32)e->now);
+		e->now += 10 * US;
+		ep_rx_ack(e, &a);
+		tap_ok(p->timeouts == 0 &&
+		       mr_path_rto(&e->c, p) == cfg.rto_min_ns,
+		       "ACK progress resets the backoff (rto=%u)",
+		       mr_path_rto(&e->c, p));
+	}
+	ep_free(e);
+}
+
+/* Two paths; only path 1's packets are acknowledged. */
+static void test_dead_probe_revive(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_path *p0, *p1;
+	u32 round, from, probes;
+	int pi;
+	struct mr_ack a;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = 2;
+	e = ep_new(&cfg, 0x10, 0x77770001, 3);
+	ep_qp(e, 0, NULL);
+	p0 = &e->c.path[0];
+	p1 = &e->c.path[1];
+	send_segs(e, 200);
+	for (round = 0; round < 3; round++) {
+		from = 0;
+		/* ack path 1 now, then let path 0 time out */
+		ep_ack_init(e, &a);
+		ep_ack_sent(e, &a, 1, from, (u32)e->now);
+		e->now += 20 * US;
+		ep_rx_ack(e, &a);
+		e->now = p0->last_progress + mr_path_rto(&e->c, p0);
+		p1->last_progress = e->now;	/* path 1 is fine */
+		mr_conn_timer(&e->c, e->now);
+		if (round < 2 && p0->state == MR_PATH_DEAD)
+			break;
+		ep_tx(e);
+	}
+	tap_ok(round == 3 && p0->state == MR_PATH_DEAD && p0->weight == 0 &&
+	       p0->cwnd == 0 && e->c.stats[MR_ST_PATH_DEAD] == 1 &&
+	       p0->timeouts == cfg.dead_after,
+	       "dead after dead_after=%u consecutive RTOs (timeouts=%u state=%u)",
+	       cfg.dead_after, p0->timeouts, p0->state);
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 1, 0, (u32)e->now);
+	ep_rx_ack(e, &a);
+	from = e->ntx;
+	send_segs(e, 50);
+	{
+		u32 i, on0 = 0;
+
+		for (i = from; i < e->ntx; i++)
+			on0 += e->tx[i].h.path == 0;
+		tap_ok(ep_count(e, from, MR_OP_WRITE) > 0 && !on0 &&
+		       p0->inflight == 0,
+		       "a dead path carries no data; the other path does (%u sent)",
+		       e->ntx - from);
+	}
+	/* probes every probe_ns while dead */
+	from = e->ntx;
+	e->now = p0->next_probe;
+	p1->last_progress = e->now;
+	mr_conn_timer(&e->c, e->now);
+	pi = ep_last(e, MR_OP_PROBE);
+	tap_ok(pi >= (int)from && e->tx[pi].h.path == 0 &&
+	       (e->tx[pi].h.flags & MR_F_ACKREQ) && p0->probes == 1 &&
+	       e->c.stats[MR_ST_TX_PROBES] == 1,
+	       "a dead path sends a PROBE with ACKREQ after probe_ns");
+	probes = p0->probes;
+	e->now += cfg.probe_ns / 2;
+	p1->last_progress = e->now;
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(p0->probes == probes, "no second probe while one is outstanding or before probe_ns");
+	/* the probe is SACKed: revived with a low weight */
+	ep_ack_init(e, &a);
+	ep_ack_path(&a, 0, e->tx[pi].h.psn);
+	ep_ack_set(&a.path[0], e->tx[pi].h.psn);
+	a.path[0].tsecr = e->tx[pi].h.tsval;
+	e->now += 10 * US;
+	ep_rx_ack(e, &a);
+	tap_ok(p0->state != MR_PATH_DEAD && p0->weight == MR_WEIGHT_ONE / 8 &&
+	       p0->timeouts == 0 && e->c.stats[MR_ST_PATH_REVIVED] == 1,
+	       "a SACKed probe revives the path with weight 1/8 (w=%u)",
+	       p0->weight);
+	tap_ok(p0->cwnd > 0, "the revived path gets its share of the window at once (cwnd=%u)",
+	       p0->cwnd);
+	ep_free(e);
+
+	/* CE echoed for a dead path: no weight to cut, no re-pick */
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = 2;
+	e = ep_new(&cfg, 0x10, 0x77770001, 3);
+	ep_qp(e, 0, NULL);
+	p0 = &e->c.path[0];
+	send_segs(e, 4);
+	ep_ack_init(e, &a);
+	ep_ack_path(&a, 0, p0->una)->rx_cnt = 0;
+	ep_rx_ack(e, &a);		/* echo counters known */
+	p0->state = MR_PATH_DEAD;
+	p0->weight = 0;
+	mr_paths_rebalance(&e->c);
+	for (round = 0; round < 5; round++) {
+		e->now += 1 * MS;
+		ep_ack_init(e, &a);
+		ep_ack_path(&a, 0, p0->una);
+		a.path[0].ce_cnt = (u16)(10 * (round + 1));
+		a.path[0].rx_cnt = (u16)(10 * (round + 1));
+		ep_rx_ack(e, &a);
+	}
+	tap_ok(p0->weight == 0 && p0->state == MR_PATH_DEAD && !p0->repicks &&
+	       p0->cwnd == 0,
+	       "CE echoed for a dead path leaves its weight 0 (w=%u)", p0->weight);
+	ep_free(e);
+}
+
+/* Both paths silent: the second to fail is the last usable one. */
+static void test_last_path_survives(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	u32 i;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = 2;
+	cfg.dead_after = 1;
+	e = ep_new(&cfg, 0x10, 0x77770001, 3);
+	ep_qp(e, 0, NULL);
+	send_segs(e, 4);
+	for (i = 0; i < 10; i++) {
+		e->now = mr_conn_next_timer(&e->c);
+		mr_conn_timer(&e->c, e->now);
+		ep_tx(e);
+	}
+	tap_ok((e->c.path[0].state == MR_PATH_DEAD) +
+	       (e->c.path[1].state == MR_PATH_DEAD) == 1 &&
+	       e->c.stats[MR_ST_PATH_DEAD] == 1,
+	       "of two silent paths exactly one is declared dead");
+	ep_free(e);
+}
+
+static void ack_ecn(struct ep *e, u32 path, u16 ce, u16 rx, u32 from)
+{
+	struct mr_ack a;
+	struct mr_ack_path *ap;
+
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, path, from, (u32)e->now - 20000);
+	ap = &a.path[0];
+	ap->ce_cnt = ce;
+	ap->rx_cnt = rx;
+	ep_rx_ack(e, &a);
+}
+
+static void test_ecn_weight(void)
+{
+	struct ep *e = sender(2, 0x100, 3);
+	struct mr_path *p = &e->c.path[0];
+	u16 w1, w2;
+
+	send_segs(e, 40);
+	ack_ecn(e, 0, 0, 0, 0);		/* baseline of the counters */
+	tap_ok(p->echo_valid && p->alpha == 0 && p->weight == MR_WEIGHT_ONE,
+	       "first ACK only records the echo counters");
+	e->now += 1 * MS;
+	ack_ecn(e, 0, 10, 10, 0);
+	w1 = p->weight;
+	tap_ok(p->alpha == 64 && w1 == MR_WEIGHT_ONE - 32 && p->ce == 10 &&
+	       e->c.stats[MR_ST_ECN_ECHO] == 10,
+	       "all-CE ACK: alpha += 1024>>ecn_shift, weight cut by alpha/2 (alpha=%u w=%u)",
+	       p->alpha, w1);
+	e->now += 10 * US;
+	ack_ecn(e, 0, 20, 20, 0);
+	tap_ok(p->weight == w1 && p->alpha > 64,
+	       "a second CE ACK within the same RTT does not cut again (w=%u)",
+	       p->weight);
+	e->now += 1 * MS;
+	ep_tx(e);
+	w2 = p->weight;
+	{
+		u32 from = e->ntx;
+		u16 a0 = p->alpha;
+
+		send_segs(e, 10);
+		ack_ecn(e, 0, 20, 30, from);
+		tap_ok(p->weight > w2 && p->alpha < a0,
+		       "clean ACK: weight grows additively, alpha decays (w %u->%u, alpha %u->%u)",
+		       w2, p->weight, a0, p->alpha);
+	}
+	tap_ok(e->c.path[1].weight == MR_WEIGHT_ONE && e->c.path[1].alpha == 0,
+	       "the other path is untouched");
+	ep_free(e);
+}
+
+static void test_repick(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_path *p0, *p1;
+	u16 port0, port1;
+	u16 ce = 0, rx = 0;
+	u32 i, hot_max = 0;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = 2;
+	cfg.sport_min = 50000;
+	cfg.sport_max = 50100;
+	e = ep_new(&cfg, 0x100, 0x77770001, 11);
+	ep_qp(e, 0, NULL);
+	p0 = &e->c.path[0];
+	p1 = &e->c.path[1];
+	port0 = p0->sport;
+	port1 = p1->sport;
+	tap_ok(port0 >= 50000 && port0 <= 50100 && port1 >= 50000 &&
+	       port1 <= 50100, "path ports are drawn from [sport_min, sport_max]");
+	send_segs(e, 8);
+	ack_ecn(e, 0, 0, 0, 0);
+	ack_ecn(e, 1, 0, 0, 0);
+	for (i = 0; i < 60 && !p0->repicks; i++) {
+		e->now += 1 * MS;
+		ce += 10;
+		rx += 10;
+		ack_ecn(e, 0, ce, rx, 0);
+		ack_ecn(e, 1, 0, rx, 0);
+		if (p0->hot > hot_max)
+			hot_max = p0->hot;
+	}
+	tap_ok(p0->repicks == 1 && p0->sport != port0 && p0->sport >= 50000 &&
+	       p0->sport <= 50100 && e->c.stats[MR_ST_PATH_REPICK] == 1,
+	       "a path CE-marked while another is clean moves to a new port (after %u ACKs)",
+	       i);
+	tap_ok(hot_max == 2 && p0->alpha == 0 && p0->hot == 0 &&
+	       p0->weight == MR_WEIGHT_ONE / 4,
+	       "re-pick after the third consecutive cut above repick_alpha; alpha reset, weight 1/4");
+	tap_ok(p1->repicks == 0 && p1->sport == port1, "the clean path keeps its port");
+	ep_free(e);
+
+	/* every path congested: moving would not help */
+	e = ep_new(&cfg, 0x100, 0x77770001, 11);
+	ep_qp(e, 0, NULL);
+	send_segs(e, 8);
+	ce = rx = 0;
+	ack_ecn(e, 0, 0, 0, 0);
+	ack_ecn(e, 1, 0, 0, 0);
+	for (i = 0; i < 60; i++) {
+		e->now += 1 * MS;
+		ce += 10;
+		rx += 10;
+		ack_ecn(e, 0, ce, rx, 0);
+		ack_ecn(e, 1, ce, rx, 0);
+	}
+	tap_ok(!e->c.path[0].repicks && !e->c.path[1].repicks &&
+	       e->c.path[0].state == MR_PATH_CONGESTED,
+	       "no re-pick when every path is congested (state congested)");
+	ep_free(e);
+}
+
+/* Receive half */
+
+static struct ep *receiver(void)
+{
+	struct ep *e = ep_new(NULL, 0x1234, 0xabc00000, 1);
+
+	ep_qp(e, 0, NULL);
+	return e;
+}
+
+static const struct mr_ack_path *last_ack_path(struct ep *e, u32 path)
+{
+	int i = ep_last(e, MR_OP_ACK);
+	u32 k;
+
+	if (i < 0)
+		return NULL;
+	for (k = 0; k < e->tx[i].ack.npath; k++)
+		if (e->tx[i].ack.path[k].path == path)
+			return &e->tx[i].ack.path[k];
+	return NULL;
+}
+
+static void test_rpath(void)
+{
+	struct ep *e = receiver();
+	const u32 b = 0xabc00000;
+	const struct mr_ack_path *ap;
+	struct mr_hdr h;
+	u32 i, ok;
+	int r;
+
+	/* in order */
+	for (i = 0; i < 3; i++) {
+		ep_hdr_nop(e, &h, 2, b + i, b + i);
+		ep_rx(e, &h, 0);
+	}
+	tap_ok(e->c.rx_epoch == b && e->c.rpath[2].base == b + 3 &&
+	       !e->c.rpath[2].bitmap[0] && !e->c.ack_now,
+	       "in-order packets move base, leave no bits, no urgent ACK");
+	/* a hole: immediate ACK */
+	ep_hdr_nop(e, &h, 2, b + 5, b + 5);
+	ep_rx(e, &h, 0);
+	tap_ok(e->c.ack_now && e->c.rpath[2].base == b + 3 &&
+	       e->c.rpath[2].bitmap[0] == 4,
+	       "a packet after a hole sets bit 2 and asks for an immediate ACK");
+	mr_conn_rx_flush(&e->c, e->now);
+	ap = last_ack_path(e, 2);
+	tap_ok(ap && ap->base == b + 3 && ap->bitmap[0] == 4 &&
+	       e->c.rpath[2].dirty == 0 && !last_ack_path(e, 1),
+	       "the ACK reports base and bitmap of the dirty path only");
+	/* fill the hole */
+	ep_hdr_nop(e, &h, 2, b + 3, b + 3);
+	ep_rx(e, &h, 0);
+	ep_hdr_nop(e, &h, 2, b + 4, b + 4);
+	ep_rx(e, &h, 0);
+	tap_ok(e->c.rpath[2].base == b + 6 && !e->c.rpath[2].bitmap[0],
+	       "filling the hole moves base past the received run");
+	/* a duplicate psn: counted, not recorded twice; DSN is a dup */
+	ep_hdr_nop(e, &h, 2, b + 4, b + 4);
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_DUP &&
+	       e->c.rpath[2].base == b + 6,
+	       "a duplicate packet is dropped as duplicate");
+	/* far ahead: shift */
+	ep_hdr_nop(e, &h, 2, b + 6 + 300, b + 6);
+	ep_rx(e, &h, 0);
+	ok = e->c.rpath[2].base == b + 6 + 300 - 255;
+	for (i = 0; i < 7; i++)
+		if (e->c.rpath[2].bitmap[i])
+			ok = 0;
+	tap_ok(ok && e->c.rpath[2].bitmap[7] == 0x80000000u,
+	       "psn >= base+256 shifts the window; the skipped holes are not reported received (base=+%u)",
+	       e->c.rpath[2].base - b);
+	/* very late: psn behind the window, DSN never processed */
+	ep_hdr_nop(e, &h, 2, b + 7, b + 7);
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_NONE && e->c.dsn_cum == b + 8 &&
+	       e->c.rpath[2].base == b + 6 + 300 - 255,
+	       "a very late packet behind the window is still processed by DSN (dsn_cum=+%u)",
+	       e->c.dsn_cum - b);
+	/* counters */
+	ep_hdr_nop(e, &h, 2, b + 400, b + 8);
+	ep_rx(e, &h, 1);
+	tap_ok(e->c.rpath[2].rx_cnt == 10 && e->c.rpath[2].ce_cnt == 1 &&
+	       e->c.stats[MR_ST_RX_CE] == 1,
+	       "rx and CE counters per path (rx=%u ce=%u)", e->c.rpath[2].rx_cnt,
+	       e->c.rpath[2].ce_cnt);
+	/* wrap of the peer's psn space */
+	ep_free(e);
+	e = ep_new(NULL, 0x1234, 0xfffffffe, 1);
+	ep_qp(e, 0, NULL);
+	for (i = 0; i < 4; i++) {
+		ep_hdr_nop(e, &h, 0, 0xfffffffe + i, 0xfffffffe + i);
+		ep_rx(e, &h, 0);
+	}
+	tap_ok(e->c.rpath[0].base == 2 && e->c.dsn_cum == 2,
+	       "peer psn and DSN wrap through 0");
+	ep_free(e);
+}
+
+int main(void)
+{
+	tap_start();
+	test_bitmap();
+	test_wrap();
+	test_sack_loss(3);
+	test_sack_loss(1);
+	test_dsn_ffffffff();
+	test_dup_and_unsent_acks();
+	test_rtt();
+	test_rto_backoff();
+	test_dead_probe_revive();
+	test_last_path_survives();
+	test_ecn_weight();
+	test_repick();
+	test_rpath();
+	return tap_done();
+}
