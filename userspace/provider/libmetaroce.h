@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * libmetaroce: rdma-core provider for the metaroce soft RDMA device.
+ *
+ * provider.c  registration with libibverbs, device matching, load checks
+ * context.c   device contexts (open/close) and the verbs ops table
+ * verbs.c     device, port, PD, MR and AH verbs
+ * cq.c        completion queues, extended (ibv_start_poll) polling included
+ * qp.c        queue pairs and posting, the ibv_wr_* send API included
+ * srq.c       shared receive queues
+ *
+ * Every verb goes through the kernel's uverbs commands (ibv_cmd_*) for now;
+ * the shared-ring fast path will replace posting and polling.
+ */
+#ifndef LIBMETAROCE_H
+#define LIBMETAROCE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/metaroce-abi.h>
+
+#include "pabi.h"
+
+#define MR_PROVIDER_NAME "metaroce"
+
+#define mr_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* One metaroce ib_device, as found by libibverbs. */
+struct mr_device {
+	struct verbs_device vdev;
+	/* The sysfs record libibverbs passed to alloc_device (load check). */
+	const struct verbs_sysfs_dev *sysfs;
+	/* The kernel's firmware version string (sysfs fw_ver), may be "". */
+	char fw_ver[64];
+};
+
+/* One open device (ibv_open_device()). */
+struct mr_context {
+	struct verbs_context vctx;
+	/* METAROCE_UCONTEXT_* features the kernel offered (none defined yet). */
+	uint32_t comp_mask;
+};
+
+struct mr_pd {
+	struct ibv_pd ibv_pd;
+	uint32_t pdn;		/* the kernel's PD number */
+};
+
+/* Completions fetched per POLL_CQ command by the extended poll API. */
+#define MR_CQ_BATCH 16
+
+struct mr_cq {
+	struct verbs_cq vcq;
+	/*
+	 * Created by create_cq_ex: the ibv_start_poll() API is available and
+	 * serialised by @lock, which is held from a successful start_poll()
+	 * to end_poll().  It fetches completions from the kernel in batches;
+	 * ibv_poll_cq() on the same CQ returns those before asking the
+	 * kernel for more (and, as with any provider, must not be called
+	 * between start_poll() and end_poll()).
+	 */
+	bool ex;
+	pthread_mutex_t lock;
+	uint32_t head;		/* next entry of batch[] to return */
+	uint32_t count;		/* entries of batch[] not returned yet */
+	bool cur_valid;		/* batch[head] is the current entry */
+	struct ibv_wc batch[MR_CQ_BATCH];
+};
+
+/* Work requests of an ibv_wr_start() ... ibv_wr_complete() sequence. */
+struct mr_wr_list {
+	struct ibv_send_wr *wr;		/* grown as needed */
+	struct ibv_sge *sge;		/* max_send_sge per work request */
+	uint8_t *inl;			/* max_inline bytes per work request */
+	uint32_t num;			/* work requests started */
+	uint32_t cap;			/* entries allocated */
+	int err;			/* first error; the list is dropped */
+};
+
+struct mr_qp {
+	struct verbs_qp vqp;
+	/* What the kernel granted: posting checks against it. */
+	uint32_t max_send_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline;
+	uint64_t send_ops_flags;	/* IBV_QP_EX_WITH_*, ibv_wr_* API */
+	struct mr_wr_list wrl;
+};
+
+struct mr_srq {
+	struct verbs_srq vsrq;
+	uint32_t max_sge;		/* granted by the kernel */
+};
+
+/*
+ * Command layouts: the core uverbs part (pabi.h) followed by the metaroce
+ * part from <rdma/metaroce-abi.h>, with no padding in between.
+ */
+struct mr_get_context_cmd {
+	struct ibv_get_context ibv;
+	struct metaroce_alloc_ucontext_req drv;
+};
+
+struct mr_get_context_resp {
+	struct ibv_get_context_resp ibv;
+	struct metaroce_alloc_ucontext_resp drv;
+};
+
+struct mr_alloc_pd_resp {
+	struct ibv_alloc_pd_resp ibv;
+	struct metaroce_alloc_pd_resp drv;
+};
+
+#define MR_CHECK_CMD_LAYOUT(type, core_type, drv_type)			\
+	static_assert(offsetof(struct type, drv) == sizeof(struct core_type) && \
+		      sizeof(struct type) == sizeof(struct core_type) +	\
+					     sizeof(struct drv_type) &&	\
+		      sizeof(struct type) % 4 == 0,				\
+		      #type " has padding or an odd size")
+
+MR_CHECK_CMD_LAYOUT(mr_get_context_cmd, ibv_get_context,
+		    metaroce_alloc_ucontext_req);
+MR_CHECK_CMD_LAYOUT(mr_get_context_resp, ibv_get_context_resp,
+		    metaroce_alloc_ucontext_resp);
+MR_CHECK_CMD_LAYOUT(mr_alloc_pd_resp, ibv_alloc_pd_resp,
+		    metaroce_alloc_pd_resp);
+
+static inline struct mr_device *to_mr_dev(struct ibv_device *ibdev)
+{
+	return mr_container_of(mr_verbs_device(ibdev), struct mr_device, vdev);
+}
+
+static inline struct mr_context *to_mr_ctx(struct ibv_context *ibctx)
+{
+	return mr_container_of(ibctx, struct mr_context, vctx.context);
+}
+
+static inline struct mr_pd *to_mr_pd(struct ibv_pd *ibpd)
+{
+	return mr_container_of(ibpd, struct mr_pd, ibv_pd);
+}
+
+static inline struct mr_cq *to_mr_cq(struct ibv_cq *ibcq)
+{
+	return mr_container_of(ibcq, struct mr_cq, vcq.cq);
+}
+
+static inline struct mr_cq *ex_to_mr_cq(struct ibv_cq_ex *cq_ex)
+{
+	return mr_container_of(cq_ex, struct mr_cq, vcq.cq_ex);
+}
+
+static inline struct mr_qp *to_mr_qp(struct ibv_qp *ibqp)
+{
+	return mr_container_of(ibqp, struct mr_qp, vqp.qp);
+}
+
+static inline struct mr_qp *ex_to_mr_qp(struct ibv_qp_ex *qp_ex)
+{
+	return mr_container_of(qp_ex, struct mr_qp, vqp.qp_ex);
+}
+
+static inline struct mr_srq *to_mr_srq(struct ibv_srq *ibsrq)
+{
+	return mr_container_of(ibsrq, struct mr_srq, vsrq.srq);
+}
+
+static inline struct verbs_mr *to_verbs_mr(struct ibv_mr *ibmr)
+{
+	return mr_container_of(ibmr, struct verbs_mr, ibv_mr);
+}
+
+/* provider.c */
+extern const struct verbs_device_ops mr_device_ops;
+void mr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* context.c */
+struct verbs_context *mr_alloc_context(struct ibv_device *ibdev, int cmd_fd,
+				       void *private_data);
+
+/* verbs.c */
+int mr_query_device_ex(struct ibv_context *ibctx,
+		       const struct ibv_query_device_ex_input *input,
+		       struct ibv_device_attr_ex *attr, size_t attr_size);
+int mr_query_port(struct ibv_context *ibctx, uint8_t port_num,
+		  struct ibv_port_attr *attr);
+struct ibv_pd *mr_alloc_pd(struct ibv_context *ibctx);
+int mr_dealloc_pd(struct ibv_pd *ibpd);
+struct ibv_mr *mr_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			 uint64_t hca_va, int access);
+int mr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd,
+		void *addr, size_t length, int access);
+int mr_dereg_mr(struct verbs_mr *vmr);
+struct ibv_ah *mr_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr);
+int mr_destroy_ah(struct ibv_ah *ah);
+/* Warns once per process that libibverbs broke a layout check. */
+void mr_layout_warn(struct ibv_context *ibctx, const char *what);
+
+/* cq.c */
+struct ibv_cq *mr_create_cq(struct ibv_context *ibctx, int cqe,
+			    struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *mr_create_cq_ex(struct ibv_context *ibctx,
+				  struct ibv_cq_init_attr_ex *attr);
+int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
+int mr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+int mr_resize_cq(struct ibv_cq *ibcq, int cqe);
+int mr_destroy_cq(struct ibv_cq *ibcq);
+
+/* qp.c */
+struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd,
+			    struct ibv_qp_init_attr *attr);
+struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
+			       struct ibv_qp_init_attr_ex *attr);
+int mr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ibv_qp_init_attr *init_attr);
+int mr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		 int attr_mask);
+int mr_destroy_qp(struct ibv_qp *ibqp);
+int mr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad_wr);
+int mr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		 struct ibv_recv_wr **bad_wr);
+/*
+ * Checks a receive list against @max_sge and posts it in batches through
+ * @post: ibv_cmd_post_recv() or ibv_cmd_post_srq_recv() for @obj.
+ */
+typedef int (*mr_post_recv_fn)(void *obj, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad_wr);
+int mr_post_recv_list(mr_post_recv_fn post, void *obj, uint32_t max_sge,
+		      struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
+/* srq.c */
+struct ibv_srq *mr_create_srq(struct ibv_pd *ibpd,
+			      struct ibv_srq_init_attr *attr);
+struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
+				 struct ibv_srq_init_attr_ex *attr);
+int mr_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+		  int attr_mask);
+int mr_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
+int mr_destroy_srq(struct ibv_srq *ibsrq);
+int mr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad_wr);
+
+#endif /* LIBMETAROCE_H */

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Registration with libibverbs and device matching.
+ *
+ * A metaroce device may carry any name the administrator picked with
+ * "rdma link add NAME type metaroce ...", and it reports driver_id
+ * RDMA_DRIVER_UNKNOWN, so neither libibverbs' driver-id nor its name/modalias
+ * tables can recognise it.  Instead the kernel module gives every metaroce
+ * ib_device a "metaroce/abi_version" sysfs attribute, and match_device()
+ * claims exactly the devices that have it.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libmetaroce.h"
+
+void mr_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("libmetaroce: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+static bool mr_str_fits(const char *s, size_t size)
+{
+	return memchr(s, '\0', size) != NULL;
+}
+
+/*
+ * Before trusting the record libibverbs built, check that the two strings we
+ * rely on are where pabi.h says: NUL-terminated inside their arrays, and the
+ * path ending in "/<name>".  A mismatch means our private ABI declarations do
+ * not describe the loaded libibverbs.
+ */
+static bool mr_sysfs_dev_sane(const struct verbs_sysfs_dev *sd)
+{
+	size_t name_len, path_len;
+	const char *tail;
+
+	if (!mr_str_fits(sd->ibdev_name, sizeof(sd->ibdev_name)) ||
+	    !mr_str_fits(sd->ibdev_path, sizeof(sd->ibdev_path)))
+		return false;
+
+	name_len = strlen(sd->ibdev_name);
+	path_len = strlen(sd->ibdev_path);
+	if (!name_len || path_len <= name_len)
+		return false;
+
+	tail = sd->ibdev_path + path_len - name_len;
+	return tail[-1] == '/' && !strcmp(tail, sd->ibdev_name);
+}
+
+/* Strict decimal u32: digits only, no sign, no spaces, no overflow. */
+static int mr_parse_u32(const char *s, uint32_t *out)
+{
+	uint64_t v = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(*s - '0');
+		if (v > UINT32_MAX)
+			return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static bool mr_match_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	uint32_t abi;
+	char buf[16];
+
+	if (!mr_sysfs_dev_sane(sysfs_dev)) {
+		mr_warn("libibverbs' device record does not match the private ABI this provider was built for (%s); not claiming any device\n",
+			MR_PABI_VERSION_NAME);
+		return false;
+	}
+
+	if (ibv_read_ibdev_sysfs_file(buf, sizeof(buf), sysfs_dev,
+				      "metaroce/abi_version") < 0)
+		return false;	/* not a metaroce device */
+
+	if (mr_parse_u32(buf, &abi)) {
+		mr_warn("%s: unreadable metaroce/abi_version \"%.15s\"\n",
+			sysfs_dev->ibdev_name, buf);
+		return false;
+	}
+	if (abi != METAROCE_UVERBS_ABI_VERSION) {
+		mr_warn("%s: kernel metaroce ABI %u, this provider supports %u; update libmetaroce or the module\n",
+			sysfs_dev->ibdev_name, abi,
+			METAROCE_UVERBS_ABI_VERSION);
+		return false;
+	}
+
+	/* libibverbs then checks the uverbs ABI against match_*_abi_version */
+	return true;
+}
+
+static struct verbs_device *mr_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct mr_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+
+	dev->sysfs = sysfs_dev;
+	/* Optional: query_device falls back to the numeric fw_ver. */
+	if (ibv_read_ibdev_sysfs_file(dev->fw_ver, sizeof(dev->fw_ver),
+				      sysfs_dev, "fw_ver") < 0)
+		dev->fw_ver[0] = '\0';
+	return &dev->vdev;
+}
+
+static void mr_uninit_device(struct verbs_device *vdev)
+{
+	free(mr_container_of(vdev, struct mr_device, vdev));
+}
+
+/*
+ * Empty on purpose: matching is done by mr_match_device(), but libibverbs
+ * walks match_table without a NULL check for devices with a known driver_id.
+ */
+static const struct verbs_match_ent mr_match_table[] = {
+	{ .kind = VERBS_MATCH_SENTINEL },
+};
+
+const struct verbs_device_ops mr_device_ops = {
+	.name = MR_PROVIDER_NAME,
+	.match_min_abi_version = METAROCE_UVERBS_ABI_VERSION,
+	.match_max_abi_version = METAROCE_UVERBS_ABI_VERSION,
+	.match_table = mr_match_table,
+	.match_device = mr_match_device,
+	.alloc_device = mr_alloc_device,
+	.uninit_device = mr_uninit_device,
+	.alloc_context = mr_alloc_context,
+};
+
+/*
+ * Which rdma-core release is the process running?  The binding contract is
+ * the IBVERBS_PRIVATE_34 symbol version, which the dynamic linker already
+ * enforced before this code runs (rdma-core bumps it whenever a private
+ * layout changes, and it has covered several releases).  The release number
+ * is only reported: libibverbs.so.1.<x>.<release>.<patch> is the file name
+ * rdma-core's build gives the library.
+ */
+static void mr_check_libibverbs_release(void)
+{
+	unsigned int lib_minor, release, patch;
+	char path[PATH_MAX];
+	const char *base;
+	Dl_info info;
+
+	if (!dladdr((void *)verbs_register_driver_34, &info) ||
+	    !info.dli_fname || !realpath(info.dli_fname, path))
+		return;
+
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (sscanf(base, "libibverbs.so.1.%u.%u.%u", &lib_minor, &release,
+		   &patch) != 3)
+		return;
+
+	if (release != MR_PABI_RDMA_CORE && getenv("IBV_SHOW_WARNINGS"))
+		mr_warn("running with libibverbs from rdma-core %u.%u (%s); the private ABI declarations were verified against rdma-core %u\n",
+			release, patch, path, MR_PABI_RDMA_CORE);
+}
+
+static void __attribute__((constructor)) mr_register_driver(void)
+{
+	mr_check_libibverbs_release();
+	verbs_register_driver_34(&mr_device_ops);
+}

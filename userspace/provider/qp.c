@@ -1,0 +1,739 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Queue pairs, through the kernel's uverbs commands: RC and UD.
+ *
+ * Posting: libibverbs' ibv_cmd_post_* build the whole work request list
+ * into one command on the stack and read every SGE and address handle the
+ * list names.  So the list is checked here first (SGE counts against what
+ * the kernel granted, address handles present and of this context) and
+ * handed over in batches of MR_POST_BATCH.  As with any provider, the work
+ * requests before *bad_wr are posted and the rest are not.
+ *
+ * The ibv_wr_* send API (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) collects work
+ * requests between ibv_wr_start() and ibv_wr_complete() and posts them the
+ * same way.  Should the kernel refuse one of them, those before it are
+ * posted: ibv_wr_complete() returns the error.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libmetaroce.h"
+
+/* Work requests per POST_* command. */
+#define MR_POST_BATCH 32
+
+/* Starting size of a QP's ibv_wr_* list. */
+#define MR_WR_LIST_MIN 16
+
+/* --- posting ------------------------------------------------------------ */
+
+static int mr_send_wr_check(const struct mr_qp *qp,
+			    const struct ibv_send_wr *wr)
+{
+	const struct ibv_qp *ibqp = &qp->vqp.qp;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
+	    (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	/* AH handles are per context: another context's could alias ours. */
+	if (ibqp->qp_type == IBV_QPT_UD &&
+	    (!wr->wr.ud.ah || wr->wr.ud.ah->context != ibqp->context))
+		return EINVAL;
+	return 0;
+}
+
+static int mr_post_send_batch(struct ibv_qp *ibqp, struct ibv_send_wr *copy,
+			      struct ibv_send_wr **orig, unsigned int n,
+			      struct ibv_send_wr **bad_wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	int ret;
+
+	ret = ibv_cmd_post_send(ibqp, copy, &bad);
+	if (ret)
+		*bad_wr = bad >= copy && bad < copy + n ? orig[bad - copy] :
+							  orig[0];
+	return ret;
+}
+
+int mr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad_wr)
+{
+	struct ibv_send_wr copy[MR_POST_BATCH], *orig[MR_POST_BATCH];
+	struct mr_qp *qp = to_mr_qp(ibqp);
+	unsigned int n = 0;
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		ret = mr_send_wr_check(qp, wr);
+		if (ret)
+			break;
+		copy[n] = *wr;
+		copy[n].next = NULL;
+		if (n)
+			copy[n - 1].next = &copy[n];
+		orig[n++] = wr;
+		if (n == MR_POST_BATCH) {
+			ret = mr_post_send_batch(ibqp, copy, orig, n, bad_wr);
+			if (ret)
+				return ret;
+			n = 0;
+		}
+	}
+	if (n) {
+		int err = mr_post_send_batch(ibqp, copy, orig, n, bad_wr);
+
+		if (err)
+			return err;
+	}
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+static int mr_post_recv_batch(mr_post_recv_fn post, void *obj,
+			      struct ibv_recv_wr *copy,
+			      struct ibv_recv_wr **orig, unsigned int n,
+			      struct ibv_recv_wr **bad_wr)
+{
+	struct ibv_recv_wr *bad = NULL;
+	int ret;
+
+	ret = post(obj, copy, &bad);
+	if (ret)
+		*bad_wr = bad >= copy && bad < copy + n ? orig[bad - copy] :
+							  orig[0];
+	return ret;
+}
+
+/* The receive side, for QPs and SRQs alike. */
+int mr_post_recv_list(mr_post_recv_fn post, void *obj, uint32_t max_sge,
+		      struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct ibv_recv_wr copy[MR_POST_BATCH], *orig[MR_POST_BATCH];
+	unsigned int n = 0;
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			ret = EINVAL;
+			break;
+		}
+		copy[n] = *wr;
+		copy[n].next = NULL;
+		if (n)
+			copy[n - 1].next = &copy[n];
+		orig[n++] = wr;
+		if (n == MR_POST_BATCH) {
+			ret = mr_post_recv_batch(post, obj, copy, orig, n,
+						 bad_wr);
+			if (ret)
+				return ret;
+			n = 0;
+		}
+	}
+	if (n) {
+		int err = mr_post_recv_batch(post, obj, copy, orig, n, bad_wr);
+
+		if (err)
+			return err;
+	}
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+static int mr_cmd_post_recv(void *obj, struct ibv_recv_wr *wr,
+			    struct ibv_recv_wr **bad_wr)
+{
+	return ibv_cmd_post_recv(obj, wr, bad_wr);
+}
+
+int mr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		 struct ibv_recv_wr **bad_wr)
+{
+	struct mr_qp *qp = to_mr_qp(ibqp);
+
+	/* Receives of a QP with an SRQ go to the SRQ. */
+	if (ibqp->srq && wr) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	return mr_post_recv_list(mr_cmd_post_recv, ibqp, qp->max_recv_sge,
+				 wr, bad_wr);
+}
+
+/* --- the ibv_wr_* send API ------------------------------------------------ */
+
+static uint64_t mr_send_ops_supported(enum ibv_qp_type type)
+{
+	if (type == IBV_QPT_UD)
+		return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+	       IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE |
+	       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+	       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+	       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+}
+
+static uint64_t mr_send_op_flag(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+		return IBV_QP_EX_WITH_SEND;
+	case IBV_WR_SEND_WITH_IMM:
+		return IBV_QP_EX_WITH_SEND_WITH_IMM;
+	case IBV_WR_SEND_WITH_INV:
+		return IBV_QP_EX_WITH_SEND_WITH_INV;
+	case IBV_WR_RDMA_WRITE:
+		return IBV_QP_EX_WITH_RDMA_WRITE;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+	case IBV_WR_RDMA_READ:
+		return IBV_QP_EX_WITH_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	default:
+		return 0;
+	}
+}
+
+static void mr_wrl_fail(struct mr_wr_list *l, int err)
+{
+	if (!l->err)
+		l->err = err;
+}
+
+static int mr_wrl_grow(struct mr_qp *qp)
+{
+	struct mr_wr_list *l = &qp->wrl;
+	uint32_t cap = l->cap ? l->cap * 2 : MR_WR_LIST_MIN;
+	struct ibv_send_wr *wr;
+	struct ibv_sge *sge;
+	uint8_t *inl;
+
+	if (cap > qp->max_send_wr)
+		cap = qp->max_send_wr;
+	wr = reallocarray(l->wr, cap, sizeof(*wr));
+	if (!wr)
+		return ENOMEM;
+	l->wr = wr;
+	sge = reallocarray(l->sge, (size_t)cap * qp->max_send_sge,
+			   sizeof(*sge));
+	if (!sge)
+		return ENOMEM;
+	l->sge = sge;
+	if (qp->max_inline) {
+		inl = reallocarray(l->inl, cap, qp->max_inline);
+		if (!inl)
+			return ENOMEM;
+		l->inl = inl;
+	}
+	l->cap = cap;
+	return 0;
+}
+
+/* Start a work request of type @op from qp_ex->wr_id and wr_flags. */
+static struct ibv_send_wr *mr_wr_begin(struct ibv_qp_ex *qpx,
+				       enum ibv_wr_opcode op)
+{
+	struct mr_qp *qp = ex_to_mr_qp(qpx);
+	struct mr_wr_list *l = &qp->wrl;
+	struct ibv_send_wr *wr;
+
+	if (l->err)
+		return NULL;
+	if (!(qp->send_ops_flags & mr_send_op_flag(op))) {
+		mr_wrl_fail(l, EINVAL);
+		return NULL;
+	}
+	if (l->num == qp->max_send_wr) {
+		mr_wrl_fail(l, ENOMEM);
+		return NULL;
+	}
+	if (l->num == l->cap) {
+		int err = mr_wrl_grow(qp);
+
+		if (err) {
+			mr_wrl_fail(l, err);
+			return NULL;
+		}
+	}
+
+	wr = &l->wr[l->num++];
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = qpx->wr_id;
+	wr->send_flags = qpx->wr_flags & ~(unsigned int)IBV_SEND_INLINE;
+	wr->opcode = op;
+	return wr;
+}
+
+/* The work request the ibv_wr_set_* calls apply to, if any. */
+static struct ibv_send_wr *mr_wr_cur(struct mr_wr_list *l)
+{
+	if (l->err)
+		return NULL;
+	if (!l->num) {
+		mr_wrl_fail(l, EINVAL);
+		return NULL;
+	}
+	return &l->wr[l->num - 1];
+}
+
+static void mr_wr_send(struct ibv_qp_ex *qpx)
+{
+	mr_wr_begin(qpx, IBV_WR_SEND);
+}
+
+static void mr_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
+{
+	struct ibv_send_wr *wr = mr_wr_begin(qpx, IBV_WR_SEND_WITH_IMM);
+
+	if (wr)
+		wr->imm_data = imm_data;
+}
+
+static void mr_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct ibv_send_wr *wr = mr_wr_begin(qpx, IBV_WR_SEND_WITH_INV);
+
+	if (wr)
+		wr->invalidate_rkey = invalidate_rkey;
+}
+
+static void mr_wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
+		       uint32_t rkey, uint64_t remote_addr, __be32 imm_data)
+{
+	struct ibv_send_wr *wr = mr_wr_begin(qpx, op);
+
+	if (!wr)
+		return;
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = remote_addr;
+	wr->imm_data = imm_data;
+}
+
+static void mr_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+			     uint64_t remote_addr)
+{
+	mr_wr_rdma(qpx, IBV_WR_RDMA_WRITE, rkey, remote_addr, 0);
+}
+
+static void mr_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+				 uint64_t remote_addr, __be32 imm_data)
+{
+	mr_wr_rdma(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr,
+		   imm_data);
+}
+
+static void mr_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
+			    uint64_t remote_addr)
+{
+	mr_wr_rdma(qpx, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
+}
+
+static void mr_wr_atomic(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
+			 uint32_t rkey, uint64_t remote_addr,
+			 uint64_t compare_add, uint64_t swap)
+{
+	struct ibv_send_wr *wr = mr_wr_begin(qpx, op);
+
+	if (!wr)
+		return;
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.remote_addr = remote_addr;
+	wr->wr.atomic.compare_add = compare_add;
+	wr->wr.atomic.swap = swap;
+}
+
+static void mr_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
+				 uint64_t remote_addr, uint64_t compare,
+				 uint64_t swap)
+{
+	mr_wr_atomic(qpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr,
+		     compare, swap);
+}
+
+static void mr_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
+				   uint64_t remote_addr, uint64_t add)
+{
+	mr_wr_atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add,
+		     0);
+}
+
+/* Builders this device cannot offer: the list fails at ibv_wr_complete(). */
+static void mr_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			  uint32_t rkey,
+			  const struct ibv_mw_bind_info *bind_info)
+{
+	mr_wrl_fail(&ex_to_mr_qp(qpx)->wrl, EOPNOTSUPP);
+}
+
+static void mr_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	mr_wrl_fail(&ex_to_mr_qp(qpx)->wrl, EOPNOTSUPP);
+}
+
+static void mr_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz,
+			   uint16_t mss)
+{
+	mr_wrl_fail(&ex_to_mr_qp(qpx)->wrl, EOPNOTSUPP);
+}
+
+static void mr_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+{
+	mr_wrl_fail(&ex_to_mr_qp(qpx)->wrl, EOPNOTSUPP);
+}
+
+static void mr_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+			       uint64_t remote_addr, const void *atomic_wr)
+{
+	mr_wrl_fail(&ex_to_mr_qp(qpx)->wrl, EOPNOTSUPP);
+}
+
+static void mr_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+			      uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct mr_qp *qp = ex_to_mr_qp(qpx);
+	struct ibv_send_wr *wr = mr_wr_cur(&qp->wrl);
+
+	if (!wr)
+		return;
+	if (qp->vqp.qp.qp_type != IBV_QPT_UD) {
+		mr_wrl_fail(&qp->wrl, EINVAL);
+		return;
+	}
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = remote_qpn;
+	wr->wr.ud.remote_qkey = remote_qkey;
+}
+
+/*
+ * SGEs live in the list's sge[] array at max_send_sge per work request; the
+ * sg_list pointers are set by ibv_wr_complete(), when the arrays stop
+ * moving.
+ */
+static void mr_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
+			       const struct ibv_sge *sg_list)
+{
+	struct mr_qp *qp = ex_to_mr_qp(qpx);
+	struct mr_wr_list *l = &qp->wrl;
+	struct ibv_send_wr *wr = mr_wr_cur(l);
+
+	if (!wr)
+		return;
+	if (num_sge > qp->max_send_sge || (num_sge && !sg_list)) {
+		mr_wrl_fail(l, EINVAL);
+		return;
+	}
+	if (num_sge)
+		memcpy(&l->sge[(size_t)(l->num - 1) * qp->max_send_sge],
+		       sg_list, num_sge * sizeof(*sg_list));
+	wr->num_sge = (int)num_sge;
+	wr->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
+}
+
+static void mr_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
+			  uint64_t addr, uint32_t length)
+{
+	const struct ibv_sge sge = {
+		.addr = addr,
+		.length = length,
+		.lkey = lkey,
+	};
+
+	mr_wr_set_sge_list(qpx, 1, &sge);
+}
+
+/*
+ * Inline data is copied now (the caller may reuse its buffers at once) into
+ * the work request's max_inline bytes of inl[], described by one SGE.
+ */
+static void mr_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
+				       const struct ibv_data_buf *buf_list)
+{
+	struct mr_qp *qp = ex_to_mr_qp(qpx);
+	struct mr_wr_list *l = &qp->wrl;
+	struct ibv_send_wr *wr = mr_wr_cur(l);
+	size_t i, len = 0;
+	uint8_t *dst;
+
+	if (!wr)
+		return;
+	if (num_buf && !buf_list) {
+		mr_wrl_fail(l, EINVAL);
+		return;
+	}
+	for (i = 0; i < num_buf; i++) {
+		if (buf_list[i].length > qp->max_inline - len ||
+		    (buf_list[i].length && !buf_list[i].addr)) {
+			mr_wrl_fail(l, EINVAL);
+			return;
+		}
+		len += buf_list[i].length;
+	}
+
+	if (len) {
+		dst = l->inl + (size_t)(l->num - 1) * qp->max_inline;
+		for (i = 0; i < num_buf; i++) {
+			memcpy(dst, buf_list[i].addr, buf_list[i].length);
+			dst += buf_list[i].length;
+		}
+	}
+	l->sge[(size_t)(l->num - 1) * qp->max_send_sge] = (struct ibv_sge){
+		.length = (uint32_t)len,
+	};
+	wr->num_sge = 1;
+	wr->send_flags |= IBV_SEND_INLINE;
+}
+
+static void mr_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
+				  size_t length)
+{
+	const struct ibv_data_buf buf = {
+		.addr = addr,
+		.length = length,
+	};
+
+	mr_wr_set_inline_data_list(qpx, 1, &buf);
+}
+
+static void mr_wr_start(struct ibv_qp_ex *qpx)
+{
+	struct mr_wr_list *l = &ex_to_mr_qp(qpx)->wrl;
+
+	l->num = 0;
+	l->err = 0;
+}
+
+static void mr_wr_abort(struct ibv_qp_ex *qpx)
+{
+	mr_wr_start(qpx);
+}
+
+static int mr_wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct mr_qp *qp = ex_to_mr_qp(qpx);
+	struct mr_wr_list *l = &qp->wrl;
+	struct ibv_send_wr *bad;
+	uint32_t i;
+	int ret;
+
+	ret = l->err;
+	if (!ret && l->num) {
+		for (i = 0; i < l->num; i++) {
+			struct ibv_send_wr *wr = &l->wr[i];
+
+			wr->sg_list = &l->sge[(size_t)i * qp->max_send_sge];
+			if ((wr->send_flags & IBV_SEND_INLINE) &&
+			    wr->sg_list->length)
+				wr->sg_list->addr = (uintptr_t)(l->inl +
+					(size_t)i * qp->max_inline);
+			wr->next = i + 1 < l->num ? wr + 1 : NULL;
+		}
+		ret = mr_post_send(&qp->vqp.qp, l->wr, &bad);
+	}
+	l->num = 0;
+	l->err = 0;
+	return ret;
+}
+
+static void mr_init_qp_ex_ops(struct ibv_qp_ex *qpx)
+{
+	qpx->wr_atomic_cmp_swp = mr_wr_atomic_cmp_swp;
+	qpx->wr_atomic_fetch_add = mr_wr_atomic_fetch_add;
+	qpx->wr_bind_mw = mr_wr_bind_mw;
+	qpx->wr_local_inv = mr_wr_local_inv;
+	qpx->wr_rdma_read = mr_wr_rdma_read;
+	qpx->wr_rdma_write = mr_wr_rdma_write;
+	qpx->wr_rdma_write_imm = mr_wr_rdma_write_imm;
+	qpx->wr_send = mr_wr_send;
+	qpx->wr_send_imm = mr_wr_send_imm;
+	qpx->wr_send_inv = mr_wr_send_inv;
+	qpx->wr_send_tso = mr_wr_send_tso;
+	qpx->wr_set_ud_addr = mr_wr_set_ud_addr;
+	qpx->wr_set_xrc_srqn = mr_wr_set_xrc_srqn;
+	qpx->wr_set_inline_data = mr_wr_set_inline_data;
+	qpx->wr_set_inline_data_list = mr_wr_set_inline_data_list;
+	qpx->wr_set_sge = mr_wr_set_sge;
+	qpx->wr_set_sge_list = mr_wr_set_sge_list;
+	qpx->wr_start = mr_wr_start;
+	qpx->wr_complete = mr_wr_complete;
+	qpx->wr_abort = mr_wr_abort;
+	qpx->wr_atomic_write = mr_wr_atomic_write;
+}
+
+/* --- create / query / modify / destroy ----------------------------------- */
+
+/* What the provider can take before handing the attributes to libibverbs. */
+static int mr_check_qp_init(struct ibv_context *ibctx,
+			    enum ibv_qp_type type, struct ibv_pd *pd,
+			    struct ibv_cq *send_cq, struct ibv_cq *recv_cq,
+			    struct ibv_srq *srq)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UD:
+		break;
+	case IBV_QPT_UC:
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_DRIVER:
+		return EOPNOTSUPP;
+	default:
+		return EINVAL;
+	}
+	/* libibverbs dereferences all of them; handles are per context. */
+	if (!pd || !send_cq || !recv_cq || pd->context != ibctx ||
+	    send_cq->context != ibctx || recv_cq->context != ibctx ||
+	    (srq && srq->context != ibctx))
+		return EINVAL;
+	return 0;
+}
+
+static void mr_qp_set_caps(struct mr_qp *qp, const struct ibv_qp_cap *cap)
+{
+	qp->max_send_wr = cap->max_send_wr;
+	qp->max_send_sge = cap->max_send_sge;
+	qp->max_recv_sge = cap->max_recv_sge;
+	qp->max_inline = cap->max_inline_data;
+}
+
+static void mr_qp_free(struct mr_qp *qp)
+{
+	free(qp->wrl.wr);
+	free(qp->wrl.sge);
+	free(qp->wrl.inl);
+	free(qp);
+}
+
+struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
+{
+	struct ib_uverbs_create_qp_resp resp = {};
+	struct ibv_create_qp cmd = {};
+	struct mr_qp *qp;
+	int ret;
+
+	ret = mr_check_qp_init(ibpd->context, attr->qp_type, ibpd,
+			       attr->send_cq, attr->recv_cq, attr->srq);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+
+	ret = ibv_cmd_create_qp(ibpd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
+				&resp, sizeof(resp));
+	if (ret) {
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+	mr_qp_set_caps(qp, &attr->cap);
+	return &qp->vqp.qp;
+}
+
+struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
+			       struct ibv_qp_init_attr_ex *attr)
+{
+	const uint32_t supported = IBV_QP_INIT_ATTR_PD |
+				   IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	struct ib_uverbs_create_qp_resp resp = {};
+	struct ibv_qp_init_attr_ex a = *attr;
+	struct ibv_create_qp cmd = {};
+	struct mr_qp *qp;
+	int ret;
+
+	/* XRC, RSS, TSO, creation flags: not supported by the device. */
+	if ((attr->comp_mask & ~supported) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     (attr->send_ops_flags & ~mr_send_ops_supported(attr->qp_type)))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	ret = mr_check_qp_init(ibctx, attr->qp_type,
+			       attr->comp_mask & IBV_QP_INIT_ATTR_PD ?
+			       attr->pd : NULL, attr->send_cq, attr->recv_cq,
+			       attr->srq);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+
+	/* libibverbs must zero it: checks pabi.h's verbs_qp. */
+	qp->vqp.comp_mask = ~0U;
+	a.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, &a, &cmd, sizeof(cmd),
+				   &resp, sizeof(resp));
+	if (ret) {
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+	if (qp->vqp.comp_mask) {
+		mr_layout_warn(ibctx, "verbs_qp");
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		free(qp);
+		errno = EPROTO;
+		return NULL;
+	}
+	attr->cap = a.cap;
+	mr_qp_set_caps(qp, &a.cap);
+
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		qp->send_ops_flags = attr->send_ops_flags;
+		mr_init_qp_ex_ops(&qp->vqp.qp_ex);
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+	return &qp->vqp.qp;
+}
+
+int mr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ibv_qp_init_attr *init_attr)
+{
+	struct ibv_query_qp cmd = {};
+
+	return ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd,
+				sizeof(cmd));
+}
+
+int mr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct ib_uverbs_ex_modify_qp_resp resp = {};
+	struct ibv_modify_qp_ex cmd_ex = {};
+	struct ibv_modify_qp cmd = {};
+
+	/* Attributes from IBV_QP_RATE_LIMIT on need the extended command. */
+	if (attr_mask & ~(IBV_QP_RATE_LIMIT - 1))
+		return ibv_cmd_modify_qp_ex(ibqp, attr, attr_mask, &cmd_ex,
+					    sizeof(cmd_ex), &resp,
+					    sizeof(resp));
+	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+int mr_destroy_qp(struct ibv_qp *ibqp)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_qp(ibqp);
+	if (ret)
+		return ret;
+
+	mr_qp_free(to_mr_qp(ibqp));
+	return 0;
+}

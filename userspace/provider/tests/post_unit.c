@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * post_unit: qp.c's posting and ibv_wr_* code against a fake kernel, no
+ * device needed (prints TAP).  ibv_cmd_post_send/recv are replaced by
+ * recorders that can refuse the n-th work request, as the kernel does.
+ */
+#include "qp.c"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static unsigned int test_num, test_failed;
+
+static void tap(bool ok, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void tap(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %u - ", ok ? "ok" : "not ok", ++test_num);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (!ok)
+		test_failed++;
+}
+
+/* --- the fake kernel ---------------------------------------------------- */
+
+#define MAX_REC 256
+
+/* What one posted send work request looked like to the kernel. */
+struct rec {
+	struct ibv_send_wr wr;
+	struct ibv_sge sge[4];
+	uint8_t inl[256];
+};
+
+static struct {
+	unsigned int calls;
+	unsigned int per_call[64];
+	unsigned int n;			/* work requests taken */
+	struct rec r[MAX_REC];
+	uint64_t recv_ids[MAX_REC];
+	unsigned int nrecv;
+	int refuse_at;			/* index (in n) to refuse, or -1 */
+	int refuse_err;
+} k;
+
+static void k_reset(void)
+{
+	memset(&k, 0, sizeof(k));
+	k.refuse_at = -1;
+}
+
+int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		      struct ibv_send_wr **bad_wr)
+{
+	unsigned int in_call = 0;
+
+	k.calls++;
+	for (; wr; wr = wr->next) {
+		struct rec *r = &k.r[k.n];
+		int i;
+
+		if ((int)k.n == k.refuse_at || k.n == MAX_REC) {
+			k.per_call[k.calls - 1] = in_call;
+			*bad_wr = wr;
+			return k.refuse_err ? k.refuse_err : ENOMEM;
+		}
+		r->wr = *wr;
+		for (i = 0; i < wr->num_sge && i < 4; i++)
+			r->sge[i] = wr->sg_list[i];
+		if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge &&
+		    wr->sg_list[0].length <= sizeof(r->inl))
+			memcpy(r->inl,
+			       (void *)(uintptr_t)wr->sg_list[0].addr,
+			       wr->sg_list[0].length);
+		k.n++;
+		in_call++;
+	}
+	k.per_call[k.calls - 1] = in_call;
+	return 0;
+}
+
+static int fake_post_recv(void *obj, struct ibv_recv_wr *wr,
+			  struct ibv_recv_wr **bad_wr)
+{
+	k.calls++;
+	for (; wr; wr = wr->next) {
+		if ((int)k.nrecv == k.refuse_at || k.nrecv == MAX_REC) {
+			*bad_wr = wr;
+			return ENOMEM;
+		}
+		k.recv_ids[k.nrecv++] = wr->wr_id;
+	}
+	return 0;
+}
+
+int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr)
+{
+	return fake_post_recv(ibqp, wr, bad_wr);
+}
+
+/* Not reached by these tests. */
+int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
+		      struct ibv_qp_init_attr *attr,
+		      struct ibv_create_qp *cmd, size_t cmd_size,
+		      struct ib_uverbs_create_qp_resp *resp, size_t resp_size)
+{
+	return ENOSYS;
+}
+
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex,
+			 struct ibv_create_qp *cmd, size_t cmd_size,
+			 struct ib_uverbs_create_qp_resp *resp,
+			 size_t resp_size)
+{
+	return ENOSYS;
+}
+
+int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
+		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
+		     struct ibv_query_qp *cmd, size_t cmd_size)
+{
+	return ENOSYS;
+}
+
+int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		      int attr_mask, struct ibv_modify_qp *cmd,
+		      size_t cmd_size)
+{
+	return ENOSYS;
+}
+
+int ibv_cmd_modify_qp_ex(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int attr_mask, struct ibv_modify_qp_ex *cmd,
+			 size_t cmd_size,
+			 struct ib_uverbs_ex_modify_qp_resp *resp,
+			 size_t resp_size)
+{
+	return ENOSYS;
+}
+
+int ibv_cmd_destroy_qp(struct ibv_qp *qp)
+{
+	return ENOSYS;
+}
+
+void mr_layout_warn(struct ibv_context *ibctx, const char *what)
+{
+}
+
+/* --- fixtures ------------------------------------------------------------- */
+
+static struct ibv_context ctx, other_ctx;
+static struct ibv_ah ah = { .context = &ctx }, other_ah = {
+	.context = &other_ctx };
+static uint8_t mem[1 << 16];
+
+static struct mr_qp *make_qp(enum ibv_qp_type type, uint64_t send_ops)
+{
+	struct mr_qp *qp = calloc(1, sizeof(*qp));
+
+	if (!qp)
+		abort();
+	qp->vqp.qp.context = &ctx;
+	qp->vqp.qp.qp_type = type;
+	qp->max_send_wr = 64;
+	qp->max_send_sge = 2;
+	qp->max_recv_sge = 2;
+	qp->max_inline = 64;
+	if (send_ops) {
+		qp->send_ops_flags = send_ops;
+		mr_init_qp_ex_ops(&qp->vqp.qp_ex);
+		qp->vqp.comp_mask = VERBS_QP_EX;
+	}
+	return qp;
+}
+
+static struct ibv_sge sges[200];
+
+/* @n linked sends with wr_id i and one SGE each. */
+static void make_sends(struct ibv_send_wr *wr, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		sges[i] = (struct ibv_sge){ (uintptr_t)&mem[i], 1, 7 };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = (uint64_t)i,
+			.next = i + 1 < n ? &wr[i + 1] : NULL,
+			.sg_list = &sges[i],
+			.num_sge = 1,
+			.opcode = IBV_WR_SEND,
+			.wr.ud.ah = &ah,
+		};
+	}
+}
+
+static bool ids_in_order(unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (k.r[i].wr.wr_id != i)
+			return false;
+	return k.n == n;
+}
+
+/* --- post_send / post_recv ------------------------------------------------ */
+
+static void test_post_send(void)
+{
+	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
+	struct ibv_send_wr wr[100], *bad = NULL;
+	int ret;
+
+	make_sends(wr, 100);
+	k_reset();
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(!ret && k.calls == 4 && k.per_call[0] == 32 &&
+	    k.per_call[3] == 4 && ids_in_order(100),
+	    "100 sends go in 4 commands (32 + 32 + 32 + 4), in order (%d, %u calls)",
+	    ret, k.calls);
+	tap(k.r[99].wr.sg_list == sges + 99 &&
+	    k.r[99].sge[0].addr == (uintptr_t)&mem[99],
+	    "the commands carry the caller's SGEs");
+	tap(wr[31].next == &wr[32] && wr[99].next == NULL,
+	    "the caller's list is left as it was");
+
+	make_sends(wr, 50);
+	wr[40].num_sge = 3;
+	k_reset();
+	bad = NULL;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == &wr[40] && ids_in_order(40),
+	    "WR 40 with 3 SGEs of 2: EINVAL, bad_wr is it, 0..39 posted (%d, %u posted)",
+	    ret, k.n);
+
+	make_sends(wr, 50);
+	wr[7].num_sge = -1;
+	k_reset();
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == &wr[7] && ids_in_order(7),
+	    "WR 7 with -1 SGEs: EINVAL, bad_wr is it (%d)", ret);
+
+	make_sends(wr, 50);
+	wr[0].sg_list = NULL;
+	k_reset();
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == &wr[0] && k.calls == 0,
+	    "WR 0 with SGEs but no sg_list: EINVAL, nothing sent (%d)", ret);
+
+	make_sends(wr, 50);
+	k_reset();
+	k.refuse_at = 35;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == ENOMEM && bad == &wr[35] && ids_in_order(35),
+	    "the kernel refuses WR 35: its error, bad_wr is WR 35, 0..34 posted (%d)",
+	    ret);
+
+	make_sends(wr, 50);
+	k_reset();
+	k.refuse_at = 32;
+	k.refuse_err = EINVAL;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == &wr[32] && ids_in_order(32) &&
+	    k.calls == 2,
+	    "the kernel refuses the first WR of the second command: bad_wr is WR 32 (%d)",
+	    ret);
+
+	k_reset();
+	ret = mr_post_send(&qp->vqp.qp, NULL, &bad);
+	tap(!ret && !k.calls, "an empty list: nothing to do");
+	free(qp);
+
+	/* UD: address handles. */
+	qp = make_qp(IBV_QPT_UD, 0);
+	make_sends(wr, 3);
+	wr[1].wr.ud.ah = NULL;
+	k_reset();
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == &wr[1] && ids_in_order(1),
+	    "UD: a WR without an AH: EINVAL, bad_wr is it (%d)", ret);
+	make_sends(wr, 3);
+	wr[2].wr.ud.ah = &other_ah;
+	k_reset();
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == &wr[2] && ids_in_order(2),
+	    "UD: an AH of another context: EINVAL, bad_wr is it (%d)", ret);
+	free(qp);
+}
+
+static void test_post_recv(void)
+{
+	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
+	struct ibv_srq srq = {};
+	struct ibv_recv_wr wr[70], *bad = NULL;
+	unsigned int i;
+	bool order = true;
+	int ret;
+
+	for (i = 0; i < 70; i++)
+		wr[i] = (struct ibv_recv_wr){
+			.wr_id = i,
+			.next = i + 1 < 70 ? &wr[i + 1] : NULL,
+			.sg_list = sges,
+			.num_sge = 2,
+		};
+	k_reset();
+	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	for (i = 0; i < k.nrecv; i++)
+		order &= k.recv_ids[i] == i;
+	tap(!ret && k.calls == 3 && k.nrecv == 70 && order,
+	    "70 receives go in 3 commands, in order (%d)", ret);
+
+	wr[65].num_sge = 3;
+	k_reset();
+	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == &wr[65] && k.nrecv == 65,
+	    "receive 65 with 3 SGEs of 2: EINVAL, bad_wr is it, 65 posted (%d, %u)",
+	    ret, k.nrecv);
+	wr[65].num_sge = 2;
+
+	k_reset();
+	k.refuse_at = 10;
+	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	tap(ret == ENOMEM && bad == &wr[10] && k.nrecv == 10,
+	    "the kernel refuses receive 10: bad_wr is it (%d)", ret);
+
+	qp->vqp.qp.srq = &srq;
+	k_reset();
+	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == &wr[0] && !k.calls,
+	    "a QP with an SRQ takes no receives (%d)", ret);
+
+	k_reset();
+	ret = mr_post_recv_list(fake_post_recv, NULL, 1, wr, &bad);
+	tap(ret == EINVAL && bad == &wr[0] && !k.calls,
+	    "the SRQ path checks against the SRQ's max_sge (%d)", ret);
+	free(qp);
+}
+
+/* --- the ibv_wr_* API --------------------------------------------------- */
+
+static void test_wr_api(void)
+{
+	const uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+			     IBV_QP_EX_WITH_RDMA_WRITE |
+			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	struct mr_qp *qp = make_qp(IBV_QPT_RC, ops);
+	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
+	uint8_t data[64], want[64];
+	struct ibv_data_buf bufs[2];
+	struct ibv_sge two[2] = { { 1, 2, 3 }, { 4, 5, 6 } };
+	int i, ret;
+
+	for (i = 0; i < 64; i++)
+		data[i] = want[i] = (uint8_t)(i * 3 + 1);
+
+	k_reset();
+	ibv_wr_start(qpx);
+	qpx->wr_id = 1;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge_list(qpx, 2, two);
+	qpx->wr_id = 2;
+	qpx->wr_flags = IBV_SEND_INLINE;	/* meaningless here: dropped */
+	ibv_wr_rdma_write(qpx, 0x55, 0x1000);
+	ibv_wr_set_inline_data(qpx, data, 40);
+	qpx->wr_id = 3;
+	qpx->wr_flags = 0;
+	ibv_wr_send_imm(qpx, htobe32(0xabcd));
+	bufs[0] = (struct ibv_data_buf){ data, 10 };
+	bufs[1] = (struct ibv_data_buf){ data + 10, 20 };
+	ibv_wr_set_inline_data_list(qpx, 2, bufs);
+	qpx->wr_id = 4;
+	ibv_wr_atomic_fetch_add(qpx, 0x66, 0x2000, 9);
+	ibv_wr_set_sge(qpx, 0x77, 0x3000, 8);
+	memset(data, 0, sizeof(data));
+	ret = ibv_wr_complete(qpx);
+
+	tap(!ret && k.calls == 1 && k.n == 4, "4 work requests, one command (%d)",
+	    ret);
+	tap(k.r[0].wr.opcode == IBV_WR_SEND && k.r[0].wr.wr_id == 1 &&
+	    k.r[0].wr.send_flags == IBV_SEND_SIGNALED &&
+	    k.r[0].wr.num_sge == 2 && k.r[0].sge[1].addr == 4 &&
+	    k.r[0].sge[1].length == 5 && k.r[0].sge[1].lkey == 6,
+	    "wr_send + wr_set_sge_list");
+	tap(k.r[1].wr.opcode == IBV_WR_RDMA_WRITE && k.r[1].wr.wr_id == 2 &&
+	    k.r[1].wr.wr.rdma.rkey == 0x55 &&
+	    k.r[1].wr.wr.rdma.remote_addr == 0x1000 &&
+	    k.r[1].wr.send_flags == IBV_SEND_INLINE &&
+	    k.r[1].wr.num_sge == 1 && k.r[1].sge[0].length == 40 &&
+	    !memcmp(k.r[1].inl, want, 40),
+	    "wr_rdma_write + wr_set_inline_data: copied at the call");
+	tap(k.r[2].wr.opcode == IBV_WR_SEND_WITH_IMM &&
+	    k.r[2].wr.imm_data == htobe32(0xabcd) &&
+	    k.r[2].wr.send_flags == IBV_SEND_INLINE &&
+	    k.r[2].sge[0].length == 30 && !memcmp(k.r[2].inl, want, 30),
+	    "wr_send_imm + wr_set_inline_data_list");
+	tap(k.r[3].wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD &&
+	    k.r[3].wr.wr.atomic.rkey == 0x66 &&
+	    k.r[3].wr.wr.atomic.remote_addr == 0x2000 &&
+	    k.r[3].wr.wr.atomic.compare_add == 9 && k.r[3].wr.num_sge == 1 &&
+	    k.r[3].sge[0].lkey == 0x77 && k.r[3].sge[0].addr == 0x3000,
+	    "wr_atomic_fetch_add + wr_set_sge");
+
+	/* An op the QP was not created with fails the whole list. */
+	k_reset();
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	ibv_wr_rdma_read(qpx, 1, 2);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	ret = ibv_wr_complete(qpx);
+	tap(ret == EINVAL && !k.calls,
+	    "an op outside send_ops_flags: EINVAL, nothing posted (%d)", ret);
+
+	k_reset();
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	ret = ibv_wr_complete(qpx);
+	tap(!ret && k.n == 1, "... and the next list is fine (%d)", ret);
+
+	k_reset();
+	ibv_wr_start(qpx);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	ret = ibv_wr_complete(qpx);
+	tap(ret == EINVAL && !k.calls,
+	    "wr_set_sge before any work request: EINVAL (%d)", ret);
+
+	k_reset();
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_inline_data(qpx, data, 65);
+	ret = ibv_wr_complete(qpx);
+	tap(ret == EINVAL && !k.calls,
+	    "65 bytes of inline data with max_inline 64: EINVAL (%d)", ret);
+
+	k_reset();
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge_list(qpx, 3, sges);
+	ret = ibv_wr_complete(qpx);
+	tap(ret == EINVAL && !k.calls,
+	    "3 SGEs with max_send_sge 2: EINVAL (%d)", ret);
+
+	k_reset();
+	ibv_wr_start(qpx);
+	ibv_wr_bind_mw(qpx, NULL, 0, NULL);
+	ret = ibv_wr_complete(qpx);
+	tap(ret == EOPNOTSUPP && !k.calls,
+	    "wr_bind_mw: EOPNOTSUPP at wr_complete (%d)", ret);
+
+	k_reset();
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	ibv_wr_abort(qpx);
+	ibv_wr_start(qpx);
+	ret = ibv_wr_complete(qpx);
+	tap(!ret && !k.calls, "wr_abort drops the list (%d)", ret);
+
+	/* Growth: 64 work requests of distinct data move the arrays. */
+	k_reset();
+	ibv_wr_start(qpx);
+	for (i = 0; i < 64; i++) {
+		qpx->wr_id = (uint64_t)i;
+		ibv_wr_send(qpx);
+		if (i % 2) {
+			ibv_wr_set_sge(qpx, (uint32_t)i, (uint64_t)i, 1);
+		} else {
+			data[0] = (uint8_t)i;
+			ibv_wr_set_inline_data(qpx, data, 1);
+		}
+	}
+	ret = ibv_wr_complete(qpx);
+	for (i = 0; !ret && i < 64; i++)
+		if (k.r[i].wr.wr_id != (uint64_t)i ||
+		    (i % 2 ? k.r[i].sge[0].lkey != (uint32_t)i :
+			     k.r[i].inl[0] != (uint8_t)i))
+			break;
+	tap(!ret && k.n == 64 && i == 64,
+	    "64 work requests (max_send_wr) across array growth (%d, %u, %d)",
+	    ret, k.n, i);
+
+	k_reset();
+	ibv_wr_start(qpx);
+	for (i = 0; i < 65; i++) {
+		ibv_wr_send(qpx);
+		ibv_wr_set_sge(qpx, 1, 2, 3);
+	}
+	ret = ibv_wr_complete(qpx);
+	tap(ret == ENOMEM && !k.calls,
+	    "65 work requests with max_send_wr 64: ENOMEM (%d)", ret);
+
+	k_reset();
+	k.refuse_at = 2;
+	ibv_wr_start(qpx);
+	for (i = 0; i < 4; i++) {
+		ibv_wr_send(qpx);
+		ibv_wr_set_sge(qpx, 1, 2, 3);
+	}
+	ret = ibv_wr_complete(qpx);
+	tap(ret == ENOMEM && k.n == 2,
+	    "the kernel refuses WR 2 of 4: wr_complete returns its error (%d)",
+	    ret);
+	mr_qp_free(qp);
+
+	qp = make_qp(IBV_QPT_UD, IBV_QP_EX_WITH_SEND);
+	qpx = &qp->vqp.qp_ex;
+	k_reset();
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_ud_addr(qpx, &ah, 77, 0x1234);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	ret = ibv_wr_complete(qpx);
+	tap(!ret && k.n == 1 && k.r[0].wr.wr.ud.ah == &ah &&
+	    k.r[0].wr.wr.ud.remote_qpn == 77 &&
+	    k.r[0].wr.wr.ud.remote_qkey == 0x1234,
+	    "UD: wr_set_ud_addr (%d)", ret);
+	k_reset();
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	ret = ibv_wr_complete(qpx);
+	tap(ret == EINVAL && !k.calls,
+	    "UD: a send without wr_set_ud_addr: EINVAL (%d)", ret);
+	mr_qp_free(qp);
+}
+
+int main(void)
+{
+	printf("1..33\n");
+	test_post_send();
+	test_post_recv();
+	test_wr_api();
+	if (test_failed)
+		printf("# %u of %u tests failed\n", test_failed, test_num);
+	return test_failed ? 1 : 0;
+}

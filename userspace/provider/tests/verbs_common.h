@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Helpers shared by the live-device verbs tests: TAP output, device and GID
+ * lookup, errno checks.
+ */
+#ifndef VERBS_COMMON_H
+#define VERBS_COMMON_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <infiniband/verbs.h>
+
+static unsigned int test_num, test_failed;
+
+static inline void tap(bool ok, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static inline void tap(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %u - ", ok ? "ok" : "not ok", ++test_num);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (!ok)
+		test_failed++;
+}
+
+static inline void diag(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static inline void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("# ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static inline void bail_out(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+
+static inline void bail_out(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("Bail out! ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	exit(1);
+}
+
+/* Ends a program whose plan was not printed up front. */
+static inline int done_testing(void)
+{
+	printf("1..%u\n", test_num);
+	if (test_failed)
+		printf("# %u of %u tests failed\n", test_failed, test_num);
+	return test_failed ? 1 : 0;
+}
+
+static inline const char *errname(int err)
+{
+	static char buf[32];
+
+	switch (err) {
+	case 0:
+		return "success";
+	case EINVAL:
+		return "EINVAL";
+	case EOPNOTSUPP:
+		return "EOPNOTSUPP";
+	case ENOMEM:
+		return "ENOMEM";
+	case EFAULT:
+		return "EFAULT";
+	case EBUSY:
+		return "EBUSY";
+	case ENOENT:
+		return "ENOENT";
+	case EPERM:
+		return "EPERM";
+	case EACCES:
+		return "EACCES";
+	case ENOSYS:
+		return "ENOSYS";
+	case EPROTO:
+		return "EPROTO";
+	default:
+		snprintf(buf, sizeof(buf), "errno %d", err);
+		return buf;
+	}
+}
+
+/* A verb returning an errno value (0 on success) returned @want. */
+static inline void expect_ret(int got, int want, const char *what)
+{
+	tap(got == want, "%s: %s (expected %s)", what, errname(got),
+	    errname(want));
+}
+
+/*
+ * A verb returning a pointer failed with errno @want.  Returns true if it
+ * did fail (a surprise object is released by the caller through @obj).
+ */
+static inline bool expect_null(const void *obj, int err, int want,
+			       const char *what)
+{
+	tap(!obj && err == want, "%s: %s (expected %s)", what,
+	    obj ? "succeeded" : errname(err), errname(want));
+	return !obj;
+}
+
+static inline struct ibv_device *find_device(struct ibv_device **list,
+					     const char *name)
+{
+	for (; *list; list++)
+		if (!strcmp(ibv_get_device_name(*list), name))
+			return *list;
+	return NULL;
+}
+
+static inline bool gid_is_v4mapped(const union ibv_gid *gid)
+{
+	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(gid->raw, prefix, sizeof(prefix));
+}
+
+/*
+ * The port's RoCE v2 GID with an IPv4 address (the one the tests' veth
+ * addresses give), else its first RoCE v2 GID.  Returns the index or -1.
+ */
+static inline int find_roce_v2_gid(struct ibv_context *ctx,
+				   union ibv_gid *gid)
+{
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry e;
+	int i, first = -1;
+
+	if (ibv_query_port(ctx, 1, &pa))
+		return -1;
+	for (i = 0; i < pa.gid_tbl_len; i++) {
+		if (ibv_query_gid_ex(ctx, 1, i, &e, 0) ||
+		    e.gid_type != IBV_GID_TYPE_ROCE_V2)
+			continue;
+		if (gid_is_v4mapped(&e.gid)) {
+			*gid = e.gid;
+			return i;
+		}
+		if (first < 0) {
+			first = i;
+			*gid = e.gid;
+		}
+	}
+	return first;
+}
+
+static inline double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Polls @cq until @n completions arrived or @timeout seconds passed.
+ * Returns how many arrived, or -1 if polling failed.
+ */
+static inline int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n,
+			 double timeout)
+{
+	double deadline = now_sec() + timeout;
+	int got = 0, ret;
+
+	while (got < n) {
+		ret = ibv_poll_cq(cq, n - got, wc + got);
+		if (ret < 0)
+			return -1;
+		got += ret;
+		if (got < n) {
+			if (now_sec() > deadline)
+				break;
+			if (!ret) {
+				struct timespec ts = { 0, 200000 };
+
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+	return got;
+}
+
+#endif /* VERBS_COMMON_H */

@@ -1,0 +1,853 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * verbs_objects DEVICE: every verbs object libmetaroce offers, created,
+ * used as far as one device allows, and destroyed; and the errors of
+ * invalid calls (prints TAP).  DEVICE's netdev must be up with an IPv4
+ * address (for a RoCE v2 GID).
+ */
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "verbs_common.h"
+
+#define BUF_SIZE 65536
+
+struct env {
+	struct ibv_context *ctx;
+	struct ibv_context *ctx2;	/* a second context of the device */
+	struct ibv_device_attr_ex dev;
+	struct ibv_port_attr port;
+	struct ibv_pd *pd;
+	union ibv_gid gid;
+	int gid_index;
+	void *buf;
+};
+
+/* --- PDs and MRs ------------------------------------------------------- */
+
+static void test_mr(struct env *e)
+{
+	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		       IBV_ACCESS_REMOTE_READ;
+	struct ibv_pd *pd2, *pd_other;
+	struct ibv_mr *mr, *bad;
+	void *hole, *buf2;
+	int ret, err;
+
+	mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	tap(mr && mr->pd == e->pd && mr->context == e->ctx &&
+	    mr->addr == e->buf && mr->length == BUF_SIZE,
+	    "ibv_reg_mr of 64 KiB, local write (%s)",
+	    mr ? "ok" : errname(errno));
+	if (!mr) {
+		diag("no MR: skipping the rest of the MR tests");
+		return;
+	}
+
+	bad = ibv_reg_mr(e->pd, e->buf, BUF_SIZE, IBV_ACCESS_REMOTE_WRITE);
+	if (!expect_null(bad, errno, EINVAL,
+			 "ibv_reg_mr remote write without local write"))
+		ibv_dereg_mr(bad);
+	/* ib_core refuses it: EINVAL on 6.1, EOPNOTSUPP on 6.12. */
+	bad = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	err = errno;
+	tap(!bad && (err == EOPNOTSUPP || err == EINVAL),
+	    "ibv_reg_mr on-demand paging: %s (expected EOPNOTSUPP or EINVAL)",
+	    bad ? "succeeded" : errname(err));
+	if (bad)
+		ibv_dereg_mr(bad);
+
+	hole = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (hole == MAP_FAILED)
+		bail_out("mmap failed");
+	munmap(hole, 4096);
+	bad = ibv_reg_mr(e->pd, hole, 4096, IBV_ACCESS_LOCAL_WRITE);
+	if (!expect_null(bad, errno, EFAULT, "ibv_reg_mr of unmapped memory"))
+		ibv_dereg_mr(bad);
+
+	/* Rereg: access, translation, PD. */
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, rw);
+	tap(!ret, "ibv_rereg_mr: new access flags (%d, %s)", ret,
+	    ret ? errname(errno) : "ok");
+
+	buf2 = calloc(1, BUF_SIZE);
+	if (!buf2)
+		bail_out("out of memory");
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, buf2,
+			   BUF_SIZE, 0);
+	tap(!ret && mr->addr == buf2 && mr->length == BUF_SIZE,
+	    "ibv_rereg_mr: new address range (%d, %s)", ret,
+	    ret ? errname(errno) : "ok");
+
+	pd2 = ibv_alloc_pd(e->ctx);
+	if (!pd2)
+		bail_out("ibv_alloc_pd: %s", errname(errno));
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0);
+	tap(!ret && mr->pd == pd2, "ibv_rereg_mr: new PD (%d, %s)", ret,
+	    ret ? errname(errno) : "ok");
+
+	expect_ret(ibv_dealloc_pd(pd2), EBUSY,
+		   "ibv_dealloc_pd of a PD with an MR");
+
+	pd_other = ibv_alloc_pd(e->ctx2);
+	if (!pd_other)
+		bail_out("ibv_alloc_pd: %s", errname(errno));
+	errno = 0;
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd_other, NULL, 0, 0);
+	tap(ret == IBV_REREG_MR_ERR_CMD && errno == EINVAL && mr->pd == pd2,
+	    "ibv_rereg_mr to another context's PD: %d, %s (expected %d, EINVAL)",
+	    ret, errname(errno), IBV_REREG_MR_ERR_CMD);
+	ibv_dealloc_pd(pd_other);
+
+	expect_ret(ibv_dereg_mr(mr), 0, "ibv_dereg_mr");
+	expect_ret(ibv_dealloc_pd(pd2), 0, "ibv_dealloc_pd once the MR is gone");
+	free(buf2);
+}
+
+/* --- CQs ----------------------------------------------------------------- */
+
+static void test_cq(struct env *e)
+{
+	struct ibv_cq_init_attr_ex cxa = {};
+	struct ibv_poll_cq_attr pa = {};
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq, *bad;
+	struct ibv_cq_ex *cqx;
+	int max_cqe = e->dev.orig_attr.max_cqe;
+	struct ibv_wc wc[4];
+	int ret;
+
+	cq = ibv_create_cq(e->ctx, 1, NULL, NULL, 0);
+	tap(cq && cq->cqe >= 1 && cq->context == e->ctx,
+	    "ibv_create_cq with 1 entry (%s, cqe %d)",
+	    cq ? "ok" : errname(errno), cq ? cq->cqe : 0);
+	if (!cq)
+		bail_out("cannot create a CQ");
+
+	ret = ibv_poll_cq(cq, 4, wc);
+	tap(ret == 0, "an empty CQ polls 0 completions (%d)", ret);
+	tap(ibv_poll_cq(cq, -1, wc) < 0, "ibv_poll_cq with -1 entries fails");
+	expect_ret(ibv_req_notify_cq(cq, 0), 0, "ibv_req_notify_cq");
+	expect_ret(ibv_req_notify_cq(cq, 1), 0,
+		   "ibv_req_notify_cq, solicited only");
+
+	ret = ibv_resize_cq(cq, 100);
+	tap(!ret && cq->cqe >= 100, "ibv_resize_cq to 100 (%s, cqe %d)",
+	    errname(ret), cq->cqe);
+	ret = ibv_resize_cq(cq, 10);
+	tap(!ret && cq->cqe >= 10, "ibv_resize_cq down to 10 (%s, cqe %d)",
+	    errname(ret), cq->cqe);
+	expect_ret(ibv_resize_cq(cq, 0), EINVAL, "ibv_resize_cq to 0");
+	expect_ret(ibv_resize_cq(cq, max_cqe + 1), EINVAL,
+		   "ibv_resize_cq beyond max_cqe");
+	expect_ret(ibv_destroy_cq(cq), 0, "ibv_destroy_cq");
+
+	cq = ibv_create_cq(e->ctx, max_cqe, NULL, NULL, 0);
+	tap(cq != NULL, "ibv_create_cq with max_cqe (%d) entries (%s)",
+	    max_cqe, cq ? "ok" : errname(errno));
+	if (cq)
+		ibv_destroy_cq(cq);
+
+	bad = ibv_create_cq(e->ctx, max_cqe + 1, NULL, NULL, 0);
+	if (!expect_null(bad, errno, EINVAL, "ibv_create_cq beyond max_cqe"))
+		ibv_destroy_cq(bad);
+	bad = ibv_create_cq(e->ctx, 0, NULL, NULL, 0);
+	if (!expect_null(bad, errno, EINVAL, "ibv_create_cq with 0 entries"))
+		ibv_destroy_cq(bad);
+	bad = ibv_create_cq(e->ctx, 16, NULL, NULL, e->ctx->num_comp_vectors);
+	if (!expect_null(bad, errno, EINVAL,
+			 "ibv_create_cq on comp_vector num_comp_vectors"))
+		ibv_destroy_cq(bad);
+
+	ch = ibv_create_comp_channel(e->ctx);
+	if (!ch)
+		bail_out("ibv_create_comp_channel: %s", errname(errno));
+	cq = ibv_create_cq(e->ctx, 16, e, ch, 0);
+	tap(cq && cq->channel == ch && cq->cq_context == e,
+	    "ibv_create_cq with a completion channel (%s)",
+	    cq ? "ok" : errname(errno));
+	if (cq) {
+		expect_ret(ibv_req_notify_cq(cq, 0), 0,
+			   "ibv_req_notify_cq with a channel");
+		expect_ret(ibv_destroy_cq(cq), 0,
+			   "ibv_destroy_cq with a channel");
+	}
+	expect_ret(ibv_destroy_comp_channel(ch), 0,
+		   "ibv_destroy_comp_channel");
+
+	ch = ibv_create_comp_channel(e->ctx2);
+	if (!ch)
+		bail_out("ibv_create_comp_channel: %s", errname(errno));
+	bad = ibv_create_cq(e->ctx, 16, NULL, ch, 0);
+	if (!expect_null(bad, errno, EINVAL,
+			 "ibv_create_cq with another context's channel"))
+		ibv_destroy_cq(bad);
+	ibv_destroy_comp_channel(ch);
+
+	/* Extended CQs. */
+	cxa.cqe = 16;
+	cxa.wc_flags = IBV_WC_STANDARD_FLAGS;
+	cqx = ibv_create_cq_ex(e->ctx, &cxa);
+	tap(cqx != NULL, "ibv_create_cq_ex with the standard wc_flags (%s)",
+	    cqx ? "ok" : errname(errno));
+	if (cqx) {
+		expect_ret(ibv_start_poll(cqx, &pa), ENOENT,
+			   "ibv_start_poll on an empty CQ");
+		ret = ibv_poll_cq(ibv_cq_ex_to_cq(cqx), 4, wc);
+		tap(ret == 0, "ibv_poll_cq on an empty extended CQ (%d)",
+		    ret);
+		expect_ret(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0,
+			   "ibv_destroy_cq of an extended CQ");
+	}
+
+	cxa.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	cqx = ibv_create_cq_ex(e->ctx, &cxa);
+	if (!expect_null(cqx, errno, EOPNOTSUPP,
+			 "ibv_create_cq_ex with completion timestamps"))
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+	cxa.wc_flags = IBV_WC_STANDARD_FLAGS;
+	cxa.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+	cxa.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+	cqx = ibv_create_cq_ex(e->ctx, &cxa);
+	if (!expect_null(cqx, errno, EOPNOTSUPP,
+			 "ibv_create_cq_ex ignoring overruns"))
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+	cxa.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+	cqx = ibv_create_cq_ex(e->ctx, &cxa);
+	tap(cqx != NULL, "ibv_create_cq_ex single-threaded (%s)",
+	    cqx ? "ok" : errname(errno));
+	if (cqx)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+}
+
+/* --- SRQs ---------------------------------------------------------------- */
+
+static void test_srq(struct env *e, struct ibv_mr *mr)
+{
+	struct ibv_srq_init_attr_ex xa = {};
+	struct ibv_srq_init_attr sa = {};
+	struct ibv_srq_attr attr = {};
+	struct ibv_sge sge[8];
+	struct ibv_recv_wr wr[2], *bad_wr;
+	struct ibv_srq *srq, *bad;
+	uint32_t max_sge;
+	int i, ret;
+
+	sa.attr.max_wr = 16;
+	sa.attr.max_sge = 2;
+	srq = ibv_create_srq(e->pd, &sa);
+	tap(srq && srq->pd == e->pd && srq->context == e->ctx &&
+	    sa.attr.max_wr >= 16 && sa.attr.max_sge >= 2,
+	    "ibv_create_srq, 16 WRs of 2 SGEs (%s; got %u, %u)",
+	    srq ? "ok" : errname(errno), sa.attr.max_wr, sa.attr.max_sge);
+	if (!srq)
+		bail_out("cannot create an SRQ");
+	max_sge = sa.attr.max_sge;
+
+	expect_ret(ibv_query_srq(srq, &attr), 0, "ibv_query_srq");
+	tap(attr.max_wr >= 16 && attr.srq_limit == 0,
+	    "ibv_query_srq: max_wr %u, srq_limit %u", attr.max_wr,
+	    attr.srq_limit);
+
+	attr.srq_limit = 4;
+	expect_ret(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), 0,
+		   "ibv_modify_srq: limit 4");
+	memset(&attr, 0, sizeof(attr));
+	ret = ibv_query_srq(srq, &attr);
+	tap(!ret && attr.srq_limit == 4, "ibv_query_srq: the limit is 4 (%u)",
+	    attr.srq_limit);
+	attr.srq_limit = 1000000;
+	expect_ret(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), EINVAL,
+		   "ibv_modify_srq: limit beyond max_wr");
+
+	for (i = 0; i < 8; i++)
+		sge[i] = (struct ibv_sge){
+			.addr = (uintptr_t)mr->addr + i * 64,
+			.length = 64,
+			.lkey = mr->lkey,
+		};
+	wr[0] = (struct ibv_recv_wr){ .wr_id = 1, .sg_list = sge,
+				      .num_sge = 1, .next = &wr[1] };
+	wr[1] = (struct ibv_recv_wr){ .wr_id = 2, .sg_list = sge,
+				      .num_sge = max_sge + 1 };
+	bad_wr = NULL;
+	expect_ret(ibv_post_srq_recv(srq, wr, &bad_wr), EINVAL,
+		   "ibv_post_srq_recv with more SGEs than max_sge");
+	tap(bad_wr == &wr[1], "... and bad_wr is that work request");
+	wr[0].next = NULL;
+	expect_ret(ibv_post_srq_recv(srq, wr, &bad_wr), 0,
+		   "ibv_post_srq_recv");
+
+	expect_ret(ibv_destroy_srq(srq), 0, "ibv_destroy_srq");
+
+	sa.attr.max_wr = e->dev.orig_attr.max_srq_wr + 1;
+	sa.attr.max_sge = 1;
+	bad = ibv_create_srq(e->pd, &sa);
+	if (!expect_null(bad, errno, EINVAL,
+			 "ibv_create_srq beyond max_srq_wr"))
+		ibv_destroy_srq(bad);
+	sa.attr.max_wr = 16;
+	sa.attr.max_sge = e->dev.orig_attr.max_srq_sge + 1;
+	bad = ibv_create_srq(e->pd, &sa);
+	if (!expect_null(bad, errno, EINVAL,
+			 "ibv_create_srq beyond max_srq_sge"))
+		ibv_destroy_srq(bad);
+
+	/* Extended creation: basic with a CQ is fine, XRC and TM are not. */
+	xa.attr.max_wr = 8;
+	xa.attr.max_sge = 1;
+	xa.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE |
+		       IBV_SRQ_INIT_ATTR_CQ;
+	xa.pd = e->pd;
+	xa.srq_type = IBV_SRQT_BASIC;
+	xa.cq = ibv_create_cq(e->ctx, 4, NULL, NULL, 0);
+	xa.srq_context = e;
+	srq = ibv_create_srq_ex(e->ctx, &xa);
+	tap(srq && srq->pd == e->pd && srq->srq_context == e &&
+	    srq->context == e->ctx,
+	    "ibv_create_srq_ex, basic, with a CQ (%s)",
+	    srq ? "ok" : errname(errno));
+	if (srq)
+		expect_ret(ibv_destroy_srq(srq), 0,
+			   "ibv_destroy_srq (extended)");
+	xa.srq_type = IBV_SRQT_XRC;
+	bad = ibv_create_srq_ex(e->ctx, &xa);
+	if (!expect_null(bad, errno, EOPNOTSUPP, "ibv_create_srq_ex, XRC"))
+		ibv_destroy_srq(bad);
+	xa.srq_type = IBV_SRQT_TM;
+	xa.comp_mask |= IBV_SRQ_INIT_ATTR_TM;
+	xa.tm_cap.max_num_tags = 4;
+	xa.tm_cap.max_ops = 4;
+	bad = ibv_create_srq_ex(e->ctx, &xa);
+	if (!expect_null(bad, errno, EOPNOTSUPP,
+			 "ibv_create_srq_ex, tag matching"))
+		ibv_destroy_srq(bad);
+	if (xa.cq)
+		ibv_destroy_cq(xa.cq);
+}
+
+/* --- AHs ----------------------------------------------------------------- */
+
+static void test_ah(struct env *e)
+{
+	struct ibv_ah_attr aa = {
+		.is_global = 1,
+		.port_num = 1,
+		.grh = {
+			.dgid = e->gid,
+			.sgid_index = (uint8_t)e->gid_index,
+			.hop_limit = 64,
+		},
+	};
+	struct ibv_ah *ah, *bad;
+
+	ah = ibv_create_ah(e->pd, &aa);
+	tap(ah && ah->pd == e->pd && ah->context == e->ctx,
+	    "ibv_create_ah to our own RoCE v2 GID (%s)",
+	    ah ? "ok" : errname(errno));
+	if (ah)
+		expect_ret(ibv_destroy_ah(ah), 0, "ibv_destroy_ah");
+
+	aa.port_num = 2;
+	bad = ibv_create_ah(e->pd, &aa);
+	if (!expect_null(bad, errno, EINVAL, "ibv_create_ah on port 2"))
+		ibv_destroy_ah(bad);
+	aa.port_num = 1;
+	aa.is_global = 0;
+	bad = ibv_create_ah(e->pd, &aa);
+	if (!expect_null(bad, errno, EINVAL,
+			 "ibv_create_ah without a GRH (RoCE needs one)"))
+		ibv_destroy_ah(bad);
+	aa.is_global = 1;
+	aa.grh.sgid_index = (uint8_t)(e->port.gid_tbl_len > 255 ? 255 :
+				      e->port.gid_tbl_len);
+	bad = ibv_create_ah(e->pd, &aa);
+	if (!expect_null(bad, errno, EINVAL,
+			 "ibv_create_ah with an sgid_index past the table"))
+		ibv_destroy_ah(bad);
+}
+
+/* --- QPs ----------------------------------------------------------------- */
+
+static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type,
+			      struct ibv_cq *cq, struct ibv_srq *srq,
+			      struct ibv_qp_cap *cap)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.srq = srq,
+		.qp_type = type,
+		.cap = *cap,
+	};
+	struct ibv_qp *qp;
+
+	qp = ibv_create_qp(e->pd, &ia);
+	if (qp)
+		*cap = ia.cap;
+	return qp;
+}
+
+static int to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ,
+		.qkey = 0x11111111,
+	};
+
+	if (qp->qp_type == IBV_QPT_UD)
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				     IBV_QP_PORT | IBV_QP_QKEY);
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+/* RC to RTR, towards @dest_qpn at our own GID. */
+static int rc_to_rtr(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = e->port.active_mtu,
+		.dest_qp_num = dest_qpn,
+		.rq_psn = 0,
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = 12,
+		.ah_attr = {
+			.is_global = 1,
+			.port_num = 1,
+			.grh = {
+				.dgid = e->gid,
+				.sgid_index = (uint8_t)e->gid_index,
+				.hop_limit = 64,
+			},
+		},
+	};
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER);
+}
+
+static int rc_to_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTS,
+		.sq_psn = 0,
+		.timeout = 14,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+		.max_rd_atomic = 1,
+	};
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static void test_qp_create(struct env *e, struct ibv_cq *cq)
+{
+	struct ibv_qp_cap cap = { 16, 16, 2, 2, 64 };
+	struct ibv_qp_init_attr_ex xa = {};
+	struct ibv_cq *cq_other;
+	struct ibv_qp *qp;
+	enum ibv_qp_type t;
+
+	static const struct {
+		enum ibv_qp_type type;
+		const char *name;
+	} unsupported[] = {
+		{ IBV_QPT_UC, "UC" },
+		{ IBV_QPT_RAW_PACKET, "RAW_PACKET" },
+		{ IBV_QPT_XRC_SEND, "XRC_SEND" },
+		{ IBV_QPT_XRC_RECV, "XRC_RECV" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
+		char what[64];
+
+		cap = (struct ibv_qp_cap){ 16, 16, 2, 2, 0 };
+		qp = make_qp(e, unsupported[i].type, cq, NULL, &cap);
+		snprintf(what, sizeof(what), "ibv_create_qp %s",
+			 unsupported[i].name);
+		if (!expect_null(qp, errno, EOPNOTSUPP, what))
+			ibv_destroy_qp(qp);
+	}
+	t = (enum ibv_qp_type)99;
+	cap = (struct ibv_qp_cap){ 16, 16, 2, 2, 0 };
+	qp = make_qp(e, t, cq, NULL, &cap);
+	if (!expect_null(qp, errno, EINVAL, "ibv_create_qp of type 99"))
+		ibv_destroy_qp(qp);
+
+	cap = (struct ibv_qp_cap){ 16, 16, e->dev.orig_attr.max_sge + 1, 2, 0 };
+	qp = make_qp(e, IBV_QPT_RC, cq, NULL, &cap);
+	if (!expect_null(qp, errno, EINVAL, "ibv_create_qp beyond max_sge"))
+		ibv_destroy_qp(qp);
+	cap = (struct ibv_qp_cap){ e->dev.orig_attr.max_qp_wr + 1, 16, 1, 1, 0 };
+	qp = make_qp(e, IBV_QPT_RC, cq, NULL, &cap);
+	if (!expect_null(qp, errno, EINVAL, "ibv_create_qp beyond max_qp_wr"))
+		ibv_destroy_qp(qp);
+	cap = (struct ibv_qp_cap){ 16, 16, 1, 1, 1 << 20 };
+	qp = make_qp(e, IBV_QPT_RC, cq, NULL, &cap);
+	if (!expect_null(qp, errno, EINVAL,
+			 "ibv_create_qp with 1 MiB of inline data"))
+		ibv_destroy_qp(qp);
+	cap = (struct ibv_qp_cap){ 16, 16, 1, 1, 0 };
+	qp = make_qp(e, IBV_QPT_RC, NULL, NULL, &cap);
+	if (!expect_null(qp, errno, EINVAL, "ibv_create_qp without CQs"))
+		ibv_destroy_qp(qp);
+
+	cq_other = ibv_create_cq(e->ctx2, 4, NULL, NULL, 0);
+	if (!cq_other)
+		bail_out("ibv_create_cq: %s", errname(errno));
+	qp = make_qp(e, IBV_QPT_RC, cq_other, NULL, &cap);
+	if (!expect_null(qp, errno, EINVAL,
+			 "ibv_create_qp with another context's CQ"))
+		ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq_other);
+
+	/* Extended creation. */
+	xa.qp_type = IBV_QPT_RC;
+	xa.send_cq = cq;
+	xa.recv_cq = cq;
+	xa.cap = (struct ibv_qp_cap){ 16, 16, 1, 1, 0 };
+	xa.pd = e->pd;
+	xa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	xa.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+	qp = ibv_create_qp_ex(e->ctx, &xa);
+	if (!expect_null(qp, errno, EOPNOTSUPP,
+			 "ibv_create_qp_ex with creation flags"))
+		ibv_destroy_qp(qp);
+
+	xa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	xa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO;
+	qp = ibv_create_qp_ex(e->ctx, &xa);
+	if (!expect_null(qp, errno, EOPNOTSUPP,
+			 "ibv_create_qp_ex with the TSO send op"))
+		ibv_destroy_qp(qp);
+
+	xa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+			    IBV_QP_EX_WITH_RDMA_READ |
+			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	qp = ibv_create_qp_ex(e->ctx, &xa);
+	tap(qp && ibv_qp_to_qp_ex(qp) && qp->state == IBV_QPS_RESET &&
+	    qp->pd == e->pd,
+	    "ibv_create_qp_ex RC with send ops: ibv_qp_to_qp_ex works (%s)",
+	    qp ? "ok" : errname(errno));
+	if (qp)
+		expect_ret(ibv_destroy_qp(qp), 0, "ibv_destroy_qp (extended)");
+
+	xa.qp_type = IBV_QPT_UD;
+	qp = ibv_create_qp_ex(e->ctx, &xa);
+	if (!expect_null(qp, errno, EOPNOTSUPP,
+			 "ibv_create_qp_ex UD with RDMA send ops"))
+		ibv_destroy_qp(qp);
+	xa.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	xa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD;
+	qp = ibv_create_qp_ex(e->ctx, &xa);
+	if (!expect_null(qp, errno, EOPNOTSUPP,
+			 "ibv_create_qp_ex with an XRC domain"))
+		ibv_destroy_qp(qp);
+}
+
+static void test_qp_states(struct env *e, struct ibv_cq *cq, struct ibv_mr *mr)
+{
+	struct ibv_qp_cap cap = { 16, 16, 2, 2, 64 };
+	struct ibv_qp_attr qa = {}, a = {};
+	struct ibv_qp_init_attr qia = {};
+	struct ibv_send_wr swr[2], *bad_swr;
+	struct ibv_recv_wr rwr[2], *bad_rwr;
+	struct ibv_sge sge[20];
+	struct ibv_qp *qp, *qp2;
+	struct ibv_wc wc[4];
+	int i, n, ret;
+
+	for (i = 0; i < 20; i++)
+		sge[i] = (struct ibv_sge){
+			.addr = (uintptr_t)mr->addr + i * 64,
+			.length = 64,
+			.lkey = mr->lkey,
+		};
+
+	qp = make_qp(e, IBV_QPT_RC, cq, NULL, &cap);
+	tap(qp && qp->qp_num > 1 && qp->state == IBV_QPS_RESET &&
+	    qp->qp_type == IBV_QPT_RC && qp->send_cq == cq &&
+	    cap.max_send_wr >= 16 && cap.max_recv_wr >= 16 &&
+	    cap.max_send_sge >= 2 && cap.max_recv_sge >= 2 &&
+	    cap.max_inline_data >= 64,
+	    "ibv_create_qp RC (%s; qpn %u, caps %u/%u/%u/%u/%u)",
+	    qp ? "ok" : errname(errno), qp ? qp->qp_num : 0,
+	    cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge,
+	    cap.max_recv_sge, cap.max_inline_data);
+	if (!qp) {
+		diag("no RC QP: skipping the rest of the QP tests");
+		return;
+	}
+
+	ret = ibv_query_qp(qp, &qa, IBV_QP_STATE | IBV_QP_CAP, &qia);
+	tap(!ret && qa.qp_state == IBV_QPS_RESET && qia.qp_type == IBV_QPT_RC &&
+	    qa.cap.max_send_wr == cap.max_send_wr &&
+	    qa.cap.max_recv_sge == cap.max_recv_sge &&
+	    qia.send_cq == cq,
+	    "ibv_query_qp in RESET (state %d, send_wr %u)", qa.qp_state,
+	    qa.cap.max_send_wr);
+
+	expect_ret(ibv_destroy_cq(cq), EBUSY,
+		   "ibv_destroy_cq of a CQ a QP uses");
+
+	rwr[0] = (struct ibv_recv_wr){ .wr_id = 1, .sg_list = sge,
+				       .num_sge = 1 };
+	bad_rwr = NULL;
+	expect_ret(ibv_post_recv(qp, rwr, &bad_rwr), EINVAL,
+		   "ibv_post_recv in RESET");
+	tap(bad_rwr == rwr, "... and bad_wr is the first work request");
+
+	a.qp_state = IBV_QPS_RTR;
+	expect_ret(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL,
+		   "ibv_modify_qp RESET -> RTR");
+	a.qp_state = IBV_QPS_INIT;
+	expect_ret(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL,
+		   "ibv_modify_qp RESET -> INIT without its attributes");
+	expect_ret(to_init(qp), 0, "ibv_modify_qp RESET -> INIT");
+	tap(qp->state == IBV_QPS_INIT, "qp->state is INIT");
+	memset(&qa, 0, sizeof(qa));
+	ret = ibv_query_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PORT |
+			   IBV_QP_ACCESS_FLAGS, &qia);
+	tap(!ret && qa.qp_state == IBV_QPS_INIT && qa.port_num == 1 &&
+	    qa.qp_access_flags == (IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ),
+	    "ibv_query_qp in INIT: port %u, access 0x%x", qa.port_num,
+	    qa.qp_access_flags);
+
+	a.qp_state = IBV_QPS_RTS;
+	expect_ret(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL,
+		   "ibv_modify_qp INIT -> RTS");
+
+	/* Receives may be posted from INIT on. */
+	rwr[0] = (struct ibv_recv_wr){ .wr_id = 1, .sg_list = sge,
+				       .num_sge = 1, .next = &rwr[1] };
+	rwr[1] = (struct ibv_recv_wr){ .wr_id = 2, .sg_list = sge,
+				       .num_sge = (int)cap.max_recv_sge + 1 };
+	bad_rwr = NULL;
+	expect_ret(ibv_post_recv(qp, rwr, &bad_rwr), EINVAL,
+		   "ibv_post_recv with more SGEs than max_recv_sge");
+	tap(bad_rwr == &rwr[1], "... and bad_wr is that work request");
+	rwr[1].num_sge = 1;
+	expect_ret(ibv_post_recv(qp, &rwr[1], &bad_rwr), 0,
+		   "ibv_post_recv in INIT");
+
+	swr[0] = (struct ibv_send_wr){ .wr_id = 3, .sg_list = sge,
+				       .num_sge = 1, .opcode = IBV_WR_SEND,
+				       .send_flags = IBV_SEND_SIGNALED };
+	bad_swr = NULL;
+	expect_ret(ibv_post_send(qp, swr, &bad_swr), EINVAL,
+		   "ibv_post_send in INIT");
+	tap(bad_swr == swr, "... and bad_wr is the first work request");
+
+	/* A loop: the QP talks to itself. */
+	expect_ret(rc_to_rtr(e, qp, qp->qp_num), 0,
+		   "ibv_modify_qp INIT -> RTR (to itself)");
+	expect_ret(rc_to_rts(qp), 0, "ibv_modify_qp RTR -> RTS");
+	tap(qp->state == IBV_QPS_RTS, "qp->state is RTS");
+
+	/* Only the extended MODIFY_QP carries it; the device has none. */
+	memset(&a, 0, sizeof(a));
+	a.rate_limit = 1000;
+	expect_ret(ibv_modify_qp(qp, &a, IBV_QP_RATE_LIMIT), EOPNOTSUPP,
+		   "ibv_modify_qp with a rate limit");
+	a.qp_state = IBV_QPS_RTS;
+	a.min_rnr_timer = 14;
+	expect_ret(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER), 0,
+		   "ibv_modify_qp RTS -> RTS, new min_rnr_timer");
+	memset(&qa, 0, sizeof(qa));
+	ret = ibv_query_qp(qp, &qa, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER, &qia);
+	tap(!ret && qa.qp_state == IBV_QPS_RTS && qa.min_rnr_timer == 14,
+	    "ibv_query_qp in RTS: min_rnr_timer %u", qa.min_rnr_timer);
+
+	swr[0].next = &swr[1];
+	swr[1] = swr[0];
+	swr[1].next = NULL;
+	swr[1].num_sge = (int)cap.max_send_sge + 1;
+	bad_swr = NULL;
+	expect_ret(ibv_post_send(qp, swr, &bad_swr), EINVAL,
+		   "ibv_post_send with more SGEs than max_send_sge");
+	tap(bad_swr == &swr[1], "... and bad_wr is that work request");
+	/* Its completion, and the receive it consumed (wr_id 1). */
+	n = poll_n(cq, wc, 2, 5);
+	for (i = 0; i < n && wc[i].wr_id != 3; i++)
+		;
+	tap(i < n && wc[i].status == IBV_WC_SUCCESS,
+	    "the work request before it was posted and completed (%s)",
+	    i < n ? ibv_wc_status_str(wc[i].status) : "no completion");
+
+	/* Error: everything outstanding and new is flushed. */
+	a.qp_state = IBV_QPS_ERR;
+	expect_ret(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0,
+		   "ibv_modify_qp -> ERR");
+	swr[0].next = NULL;
+	swr[0].wr_id = 4;
+	expect_ret(ibv_post_send(qp, swr, &bad_swr), 0,
+		   "ibv_post_send in ERR is accepted");
+	n = poll_n(cq, wc, 1, 5);
+	while (n == 1 && wc[0].wr_id != 4)
+		n = poll_n(cq, wc, 1, 5);
+	tap(n == 1 && wc[0].status == IBV_WC_WR_FLUSH_ERR,
+	    "... and completes flushed (%s)",
+	    n == 1 ? ibv_wc_status_str(wc[0].status) : "no completion");
+	while (ibv_poll_cq(cq, 4, wc) > 0)
+		;
+
+	expect_ret(ibv_destroy_qp(qp), 0, "ibv_destroy_qp RC");
+
+	/* UD */
+	cap = (struct ibv_qp_cap){ 16, 16, 1, 1, 0 };
+	qp2 = make_qp(e, IBV_QPT_UD, cq, NULL, &cap);
+	tap(qp2 && qp2->qp_type == IBV_QPT_UD, "ibv_create_qp UD (%s)",
+	    qp2 ? "ok" : errname(errno));
+	if (!qp2)
+		return;
+	expect_ret(to_init(qp2), 0, "UD: ibv_modify_qp RESET -> INIT");
+	a.qp_state = IBV_QPS_RTR;
+	expect_ret(ibv_modify_qp(qp2, &a, IBV_QP_STATE), 0,
+		   "UD: ibv_modify_qp INIT -> RTR");
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	expect_ret(ibv_modify_qp(qp2, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0,
+		   "UD: ibv_modify_qp RTR -> RTS");
+	swr[0] = (struct ibv_send_wr){ .wr_id = 5, .sg_list = sge,
+				       .num_sge = 1, .opcode = IBV_WR_SEND };
+	bad_swr = NULL;
+	expect_ret(ibv_post_send(qp2, swr, &bad_swr), EINVAL,
+		   "UD: ibv_post_send without an address handle");
+	swr[0].opcode = IBV_WR_RDMA_WRITE;
+	expect_ret(ibv_post_send(qp2, swr, &bad_swr), EINVAL,
+		   "UD: ibv_post_send RDMA WRITE");
+	expect_ret(ibv_destroy_qp(qp2), 0, "ibv_destroy_qp UD");
+}
+
+static void test_qp_srq(struct env *e, struct ibv_cq *cq, struct ibv_mr *mr)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_qp_cap cap = { 8, 0, 1, 0, 0 };
+	struct ibv_sge sge = { (uintptr_t)mr->addr, 64, mr->lkey };
+	struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp;
+
+	srq = ibv_create_srq(e->pd, &sa);
+	if (!srq)
+		bail_out("ibv_create_srq: %s", errname(errno));
+	qp = make_qp(e, IBV_QPT_RC, cq, srq, &cap);
+	tap(qp && qp->srq == srq, "ibv_create_qp RC with an SRQ (%s)",
+	    qp ? "ok" : errname(errno));
+	if (qp) {
+		expect_ret(ibv_destroy_srq(srq), EBUSY,
+			   "ibv_destroy_srq of an SRQ a QP uses");
+		to_init(qp);
+		bad = NULL;
+		expect_ret(ibv_post_recv(qp, &rwr, &bad), EINVAL,
+			   "ibv_post_recv on a QP with an SRQ");
+		ibv_destroy_qp(qp);
+	}
+	expect_ret(ibv_destroy_srq(srq), 0, "ibv_destroy_srq");
+}
+
+static void test_unsupported(struct env *e, struct ibv_cq *cq)
+{
+	struct ibv_qp_cap cap = { 4, 4, 1, 1, 0 };
+	struct ibv_mw *mw;
+	struct ibv_qp *qp;
+
+	mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_1);
+	if (!expect_null(mw, errno, EOPNOTSUPP, "ibv_alloc_mw"))
+		ibv_dealloc_mw(mw);
+
+	qp = make_qp(e, IBV_QPT_UD, cq, NULL, &cap);
+	if (qp) {
+		expect_ret(ibv_attach_mcast(qp, &e->gid, 0), EOPNOTSUPP,
+			   "ibv_attach_mcast");
+		ibv_destroy_qp(qp);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **list, *dev;
+	struct ibv_mr *mr, fake_mr;
+	struct ibv_cq *cq;
+	struct env e = {};
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DEVICE\n", argv[0]);
+		return 2;
+	}
+
+	list = ibv_get_device_list(NULL);
+	if (!list)
+		bail_out("ibv_get_device_list: %s", strerror(errno));
+	dev = find_device(list, argv[1]);
+	if (!dev)
+		bail_out("no device %s", argv[1]);
+	e.ctx = ibv_open_device(dev);
+	e.ctx2 = ibv_open_device(dev);
+	if (!e.ctx || !e.ctx2)
+		bail_out("cannot open %s: %s", argv[1], strerror(errno));
+	if (ibv_query_device_ex(e.ctx, NULL, &e.dev) ||
+	    ibv_query_port(e.ctx, 1, &e.port))
+		bail_out("cannot query %s", argv[1]);
+	e.gid_index = find_roce_v2_gid(e.ctx, &e.gid);
+	if (e.gid_index < 0)
+		bail_out("%s has no RoCE v2 GID", argv[1]);
+	diag("%s: GID index %d, active MTU %d", argv[1], e.gid_index,
+	     128 << e.port.active_mtu);
+	tap(e.ctx->async_fd >= 0, "the context has an async event fd (%d)",
+	    e.ctx->async_fd);
+
+	e.pd = ibv_alloc_pd(e.ctx);
+	e.buf = calloc(1, BUF_SIZE);
+	if (!e.pd || !e.buf)
+		bail_out("no PD or memory");
+
+	test_mr(&e);
+
+	/*
+	 * Without an MR the posting tests still run, with a made-up lkey:
+	 * keys are checked when the work requests execute.
+	 */
+	mr = ibv_reg_mr(e.pd, e.buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr) {
+		diag("no MR (%s): posting with a made-up lkey",
+		     errname(errno));
+		fake_mr = (struct ibv_mr){ .addr = e.buf, .lkey = 0x4242 };
+	}
+	cq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
+	if (!cq)
+		bail_out("no CQ: %s", errname(errno));
+
+	test_cq(&e);
+	test_srq(&e, mr ? mr : &fake_mr);
+	test_ah(&e);
+	test_qp_create(&e, cq);
+	test_qp_states(&e, cq, mr ? mr : &fake_mr);
+	test_qp_srq(&e, cq, mr ? mr : &fake_mr);
+	test_unsupported(&e, cq);
+
+	expect_ret(ibv_destroy_cq(cq), 0, "ibv_destroy_cq once its QPs are gone");
+	if (mr) {
+		expect_ret(ibv_dealloc_pd(e.pd), EBUSY,
+			   "ibv_dealloc_pd of a PD with an MR");
+		expect_ret(ibv_dereg_mr(mr), 0, "ibv_dereg_mr");
+	}
+	expect_ret(ibv_dealloc_pd(e.pd), 0, "ibv_dealloc_pd");
+	expect_ret(ibv_close_device(e.ctx2), 0, "ibv_close_device (second)");
+	expect_ret(ibv_close_device(e.ctx), 0, "ibv_close_device");
+	ibv_free_device_list(list);
+	free(e.buf);
+	return done_testing();
+}

@@ -1,0 +1,1142 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * verbs_pair: the data path between two hosts, one instance on each
+ * (prints TAP):
+ *
+ *   verbs_pair server DEVICE TCP_PORT
+ *   verbs_pair client DEVICE SERVER_ADDRESS TCP_PORT
+ *
+ * The two exchange their QP numbers, GIDs and memory keys over TCP, then
+ * both run the same steps in lock step (a TCP barrier between steps): RC
+ * SEND/RECV (with immediate data, inline, several packets), RDMA WRITE (and
+ * with immediate), RDMA READ, atomics, an SRQ and its limit event, UD SEND,
+ * completion events, the ibv_wr_* API with an extended CQ, and a remote
+ * access error.  Every received byte is checked.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "verbs_common.h"
+
+#define TIMEOUT 10.0	/* seconds to wait for any one completion */
+
+/* Layout of each side's registered buffer. */
+enum {
+	OFF_SEND_RX = 0,		/* receives of rc1: 4 x 16 KiB */
+	OFF_SEND_TX = 64 << 10,		/* what rc1 sends */
+	OFF_WRITE_DST = 128 << 10,	/* the peer RDMA WRITEs here */
+	OFF_READ_SRC = 192 << 10,	/* the peer RDMA READs from here */
+	OFF_READ_DST = 256 << 10,	/* our RDMA READs land here */
+	OFF_ATOMIC = 320 << 10,		/* two 8-byte targets for the peer */
+	OFF_ATOMIC_RES = (320 << 10) + 64,	/* our atomics' results */
+	OFF_SRQ_RX = 384 << 10,		/* receives of the SRQ: 8 x 4 KiB */
+	OFF_UD_RX = 448 << 10,		/* UD receive: GRH + 4 KiB */
+	OFF_UD_TX = 464 << 10,
+	OFF_WR_RX = 512 << 10,		/* receives of rc3: 2 x 4 KiB */
+	OFF_WR_TX = 528 << 10,
+	OFF_WR_DST = 544 << 10,		/* the peer's ibv_wr_rdma_write */
+	BUF_SIZE = 1 << 20,
+};
+
+#define WRITE_LEN 20000
+#define READ_LEN 20000
+#define UD_LEN 1000
+#define GRH_LEN 40
+#define QKEY 0x11111111u
+
+/*
+ * One QP per step, so that a step that breaks its QP does not take the
+ * following ones down with it.
+ */
+enum {
+	RC_SEND, RC_WRITE, RC_READ, RC_ATOMIC, RC_SRQ, RC_EVENT, RC_WR,
+	RC_ERR_KEY, RC_ERR_RANGE, UD, NUM_QPS
+};
+
+struct info {
+	uint32_t magic;
+	uint32_t qpn[NUM_QPS];
+	uint32_t rkey;
+	uint64_t addr;
+	union ibv_gid gid;
+};
+
+#define INFO_MAGIC 0x6d72766bu
+
+struct side {
+	int me;				/* 1 server, 2 client */
+	int sock;
+	struct ibv_context *ctx;
+	struct ibv_device_attr_ex dev;
+	struct ibv_port_attr port;
+	union ibv_gid gid;
+	int gid_index;
+	struct ibv_pd *pd;
+	uint8_t *buf;
+	struct ibv_mr *mr;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;		/* rc1 and ud, with the channel */
+	struct ibv_cq *cq2;		/* rc2 */
+	struct ibv_cq_ex *cqx;		/* rc3 */
+	struct ibv_srq *srq;
+	struct ibv_qp *qp[NUM_QPS];
+	struct ibv_ah *ah;
+	struct info peer;
+};
+
+/* --- helpers ------------------------------------------------------------ */
+
+static uint8_t pattern_byte(int seed, size_t i)
+{
+	return (uint8_t)(seed * 37 + i * 131 + (i >> 8));
+}
+
+static void fill(uint8_t *p, size_t len, int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = pattern_byte(seed, i);
+}
+
+/* Index of the first byte of @p that differs from the pattern, or -1. */
+static long check_pattern(const uint8_t *p, size_t len, int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != pattern_byte(seed, i))
+			return (long)i;
+	return -1;
+}
+
+static void sock_all(int fd, void *p, size_t len, bool out)
+{
+	uint8_t *c = p;
+
+	while (len) {
+		ssize_t n = out ? send(fd, c, len, MSG_NOSIGNAL) :
+				  recv(fd, c, len, 0);
+
+		if (n <= 0)
+			bail_out("the peer went away (%s)",
+				 n ? strerror(errno) : "EOF");
+		c += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Both sides reach the same step. */
+static void barrier(struct side *s, uint8_t step)
+{
+	uint8_t got;
+
+	sock_all(s->sock, &step, 1, true);
+	sock_all(s->sock, &got, 1, false);
+	if (got != step)
+		bail_out("out of step with the peer (%u, %u)", step, got);
+}
+
+static int tcp_server(uint16_t port)
+{
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		.sin_addr.s_addr = htonl(INADDR_ANY),
+	};
+	struct pollfd pfd;
+	int one = 1, lfd, fd;
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0 ||
+	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1))
+		bail_out("cannot listen on TCP port %u: %s", port,
+			 strerror(errno));
+	pfd = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	if (poll(&pfd, 1, 60000) != 1)
+		bail_out("no client within 60 s");
+	fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		bail_out("accept: %s", strerror(errno));
+	close(lfd);
+	return fd;
+}
+
+static int tcp_client(const char *host, uint16_t port)
+{
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+	};
+	double deadline = now_sec() + 30;
+	int fd;
+
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		bail_out("bad IPv4 address %s", host);
+	for (;;) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0)
+			bail_out("socket: %s", strerror(errno));
+		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			return fd;
+		close(fd);
+		if (now_sec() > deadline)
+			bail_out("cannot connect to %s:%u: %s", host, port,
+				 strerror(errno));
+		usleep(100000);
+	}
+}
+
+static struct ibv_sge sge_at(struct side *s, size_t off, uint32_t len)
+{
+	return (struct ibv_sge){
+		.addr = (uintptr_t)(s->buf + off),
+		.length = len,
+		.lkey = s->mr->lkey,
+	};
+}
+
+static int post_recv_at(struct side *s, struct ibv_qp *qp, uint64_t wr_id,
+			size_t off, uint32_t len)
+{
+	struct ibv_sge sge = sge_at(s, off, len);
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+/* Posts one send work request; @sge may be NULL for no data. */
+static int post_one(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		    struct ibv_sge *sge, int num_sge)
+{
+	struct ibv_send_wr *bad;
+
+	wr->sg_list = sge;
+	wr->num_sge = num_sge;
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	return ibv_post_send(qp, wr, &bad);
+}
+
+/*
+ * Completions polled while waiting for another one: a CQ may deliver a
+ * receive before the send the test waits for.
+ */
+static struct {
+	struct ibv_cq *cq;
+	struct ibv_wc wc;
+} stash[64];
+static unsigned int num_stashed;
+
+static bool unstash(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *out)
+{
+	unsigned int i;
+
+	for (i = 0; i < num_stashed; i++) {
+		if (stash[i].cq != cq || stash[i].wc.wr_id != wr_id)
+			continue;
+		*out = stash[i].wc;
+		stash[i] = stash[--num_stashed];
+		return true;
+	}
+	return false;
+}
+
+/* Waits for the completion with @wr_id on @cq; false on timeout. */
+static bool wait_wc(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *out)
+{
+	double deadline = now_sec() + TIMEOUT;
+	struct ibv_wc wc;
+	int n;
+
+	if (unstash(cq, wr_id, out))
+		return true;
+	while (now_sec() < deadline) {
+		n = ibv_poll_cq(cq, 1, &wc);
+		if (n < 0)
+			return false;
+		if (!n) {
+			usleep(100);
+			continue;
+		}
+		if (wc.wr_id == wr_id) {
+			*out = wc;
+			return true;
+		}
+		if (num_stashed < sizeof(stash) / sizeof(stash[0])) {
+			stash[num_stashed].cq = cq;
+			stash[num_stashed++].wc = wc;
+		} else {
+			diag("dropped completion wr_id %llu: %s, opcode %d",
+			     (unsigned long long)wc.wr_id,
+			     ibv_wc_status_str(wc.status), wc.opcode);
+		}
+	}
+	return false;
+}
+
+/* A send-side completion arrived and succeeded. */
+static void expect_send_wc(struct ibv_cq *cq, uint64_t wr_id,
+			   enum ibv_wc_opcode op, const char *what)
+{
+	struct ibv_wc wc = {};
+	bool got = wait_wc(cq, wr_id, &wc);
+
+	tap(got && wc.status == IBV_WC_SUCCESS && wc.opcode == op,
+	    "%s completes (%s, opcode %d)", what,
+	    got ? ibv_wc_status_str(wc.status) : "no completion", wc.opcode);
+}
+
+/* --- setup -------------------------------------------------------------- */
+
+static struct ibv_qp *create_qp(struct side *s, enum ibv_qp_type type,
+				struct ibv_cq *cq, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.srq = srq,
+		.qp_type = type,
+		.cap = { 64, srq ? 0 : 64, 4, 4, 128 },
+	};
+
+	return ibv_create_qp(s->pd, &ia);
+}
+
+static struct ibv_qp *create_qp_wr_api(struct side *s)
+{
+	struct ibv_qp_init_attr_ex xa = {
+		.qp_type = IBV_QPT_RC,
+		.send_cq = ibv_cq_ex_to_cq(s->cqx),
+		.recv_cq = ibv_cq_ex_to_cq(s->cqx),
+		.cap = { 16, 16, 2, 2, 128 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = s->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND |
+				  IBV_QP_EX_WITH_SEND_WITH_IMM |
+				  IBV_QP_EX_WITH_RDMA_WRITE,
+	};
+
+	return ibv_create_qp_ex(s->ctx, &xa);
+}
+
+static void setup(struct side *s, const char *name)
+{
+	struct ibv_cq_init_attr_ex cxa = {
+		.cqe = 64,
+		.wc_flags = IBV_WC_STANDARD_FLAGS,
+	};
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16,
+						  .max_sge = 1 } };
+	struct ibv_device **list, *dev;
+	int i;
+
+	list = ibv_get_device_list(NULL);
+	if (!list)
+		bail_out("ibv_get_device_list: %s", strerror(errno));
+	dev = find_device(list, name);
+	if (!dev)
+		bail_out("no device %s", name);
+	s->ctx = ibv_open_device(dev);
+	ibv_free_device_list(list);
+	if (!s->ctx)
+		bail_out("cannot open %s: %s", name, strerror(errno));
+	if (ibv_query_device_ex(s->ctx, NULL, &s->dev) ||
+	    ibv_query_port(s->ctx, 1, &s->port))
+		bail_out("cannot query %s", name);
+	s->gid_index = find_roce_v2_gid(s->ctx, &s->gid);
+	if (s->gid_index < 0)
+		bail_out("%s has no RoCE v2 GID", name);
+
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->buf = aligned_alloc(4096, BUF_SIZE);
+	if (!s->pd || !s->buf)
+		bail_out("no PD or memory");
+	memset(s->buf, 0, BUF_SIZE);
+	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	tap(s->mr != NULL, "ibv_reg_mr with remote write, read, atomic (%s)",
+	    s->mr ? "ok" : errname(errno));
+	if (!s->mr)
+		bail_out("cannot register memory");
+
+	s->ch = ibv_create_comp_channel(s->ctx);
+	s->cq = s->ch ? ibv_create_cq(s->ctx, 256, s, s->ch, 0) : NULL;
+	s->cq2 = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	s->cqx = ibv_create_cq_ex(s->ctx, &cxa);
+	tap(s->cq && s->cq2 && s->cqx, "three CQs, one extended (%s)",
+	    s->cq && s->cq2 && s->cqx ? "ok" : errname(errno));
+	s->srq = ibv_create_srq(s->pd, &sa);
+	tap(s->srq != NULL, "ibv_create_srq (%s)",
+	    s->srq ? "ok" : errname(errno));
+	if (!s->cq || !s->cq2 || !s->cqx || !s->srq)
+		bail_out("cannot create CQs or the SRQ");
+
+	for (i = 0; i < NUM_QPS; i++) {
+		if (i == RC_SRQ)
+			s->qp[i] = create_qp(s, IBV_QPT_RC, s->cq2, s->srq);
+		else if (i == RC_WR)
+			s->qp[i] = create_qp_wr_api(s);
+		else
+			s->qp[i] = create_qp(s, i == UD ? IBV_QPT_UD :
+					     IBV_QPT_RC, s->cq, NULL);
+		if (!s->qp[i])
+			break;
+	}
+	tap(i == NUM_QPS,
+	    "%d QPs: RC, RC with an SRQ, RC with ibv_wr_*, UD (%s)", NUM_QPS,
+	    i == NUM_QPS ? "ok" : errname(errno));
+	if (i != NUM_QPS)
+		bail_out("cannot create the QPs");
+	diag("%s: GID index %d, QPs %u..%u", name, s->gid_index,
+	     s->qp[0]->qp_num, s->qp[NUM_QPS - 1]->qp_num);
+}
+
+static void exchange(struct side *s)
+{
+	struct info mine = {
+		.magic = INFO_MAGIC,
+		.rkey = s->mr->rkey,
+		.addr = (uintptr_t)s->buf,
+		.gid = s->gid,
+	};
+	int i;
+
+	for (i = 0; i < NUM_QPS; i++)
+		mine.qpn[i] = s->qp[i]->qp_num;
+	sock_all(s->sock, &mine, sizeof(mine), true);
+	sock_all(s->sock, &s->peer, sizeof(s->peer), false);
+	if (s->peer.magic != INFO_MAGIC)
+		bail_out("the peer speaks another protocol");
+}
+
+static int connect_rc(struct side *s, struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	int ret;
+
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = s->port.active_mtu,
+		.dest_qp_num = dest_qpn,
+		.rq_psn = 0x1234,
+		.max_dest_rd_atomic = 4,
+		.min_rnr_timer = 12,
+		.ah_attr = {
+			.is_global = 1,
+			.port_num = 1,
+			.grh = {
+				.dgid = s->peer.gid,
+				.sgid_index = (uint8_t)s->gid_index,
+				.hop_limit = 64,
+			},
+		},
+	};
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTS,
+		.sq_psn = 0x1234,
+		.timeout = 14,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+		.max_rd_atomic = 4,
+	};
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int connect_ud(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qkey = QKEY,
+	};
+	int ret;
+
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_QKEY);
+	if (ret)
+		return ret;
+	a.qp_state = IBV_QPS_RTR;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	if (ret)
+		return ret;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+static void connect_all(struct side *s)
+{
+	struct ibv_ah_attr aa = {
+		.is_global = 1,
+		.port_num = 1,
+		.grh = {
+			.dgid = s->peer.gid,
+			.sgid_index = (uint8_t)s->gid_index,
+			.hop_limit = 64,
+		},
+	};
+	int i, ret;
+
+	for (i = 0; i < NUM_QPS; i++) {
+		if (i == UD)
+			continue;
+		ret = connect_rc(s, s->qp[i], s->peer.qpn[i]);
+		tap(!ret && s->qp[i]->state == IBV_QPS_RTS,
+		    "RC QP %u: RESET -> INIT -> RTR -> RTS towards QP %u (%s)",
+		    s->qp[i]->qp_num, s->peer.qpn[i], errname(ret));
+		if (ret)
+			bail_out("cannot connect the RC QPs");
+	}
+	ret = connect_ud(s->qp[UD]);
+	tap(!ret, "UD QP: RESET -> INIT -> RTR -> RTS (%s)", errname(ret));
+	s->ah = ibv_create_ah(s->pd, &aa);
+	tap(s->ah != NULL, "ibv_create_ah towards the peer (%s)",
+	    s->ah ? "ok" : errname(errno));
+	if (ret || !s->ah)
+		bail_out("cannot set up UD");
+}
+
+/* --- the steps ------------------------------------------------------------ */
+
+/* Sizes of the four messages each side sends in the SEND step. */
+static const uint32_t send_len[4] = { 3000, 1, 100, 64 };
+
+static void step_send(struct side *s)
+{
+	struct ibv_qp *qp = s->qp[RC_SEND];
+	uint8_t ref[3200];
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	size_t off = 0;
+	int i, ret = 0;
+	bool got;
+
+	for (i = 0; i < 4 && !ret; i++)
+		ret = post_recv_at(s, qp, 100 + i, OFF_SEND_RX + i * 16384,
+				   16384);
+	expect_ret(ret, 0, "RC: ibv_post_recv x 4");
+	fill(s->buf + OFF_SEND_TX, 16384, s->me);
+	barrier(s, 1);
+
+	for (i = 0; i < 4; i++) {
+		wr = (struct ibv_send_wr){ .wr_id = 200 + i };
+		sge = sge_at(s, OFF_SEND_TX + off, send_len[i]);
+		wr.opcode = IBV_WR_SEND;
+		if (i == 2) {
+			wr.opcode = IBV_WR_SEND_WITH_IMM;
+			wr.imm_data = htonl(0xc0ffee00u + s->me);
+		}
+		if (i == 3)
+			wr.send_flags = IBV_SEND_INLINE;
+		ret = post_one(qp, &wr, &sge, 1);
+		off += send_len[i];
+		if (ret)
+			break;
+	}
+	expect_ret(ret, 0, "RC: ibv_post_send SEND 3000 B, 1 B, 100 B with immediate, 64 B inline");
+	for (i = 0; i < 4; i++)
+		expect_send_wc(s->cq, 200 + i, IBV_WC_SEND, "RC: SEND");
+
+	/* Message i is the peer's pattern from the sum of the lengths before. */
+	fill(ref, sizeof(ref), 3 - s->me);
+	off = 0;
+	for (i = 0; i < 4; i++) {
+		uint32_t want_flags = i == 2 ? IBV_WC_WITH_IMM : 0;
+		bool data_ok;
+
+		memset(&wc, 0, sizeof(wc));
+		got = wait_wc(s->cq, 100 + i, &wc);
+		data_ok = got && !memcmp(ref + off, s->buf + OFF_SEND_RX +
+					 i * 16384, send_len[i]);
+		tap(got && wc.status == IBV_WC_SUCCESS &&
+		    wc.opcode == IBV_WC_RECV && wc.byte_len == send_len[i] &&
+		    wc.qp_num == qp->qp_num &&
+		    (wc.wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV)) ==
+		    want_flags &&
+		    (i != 2 || wc.imm_data == htonl(0xc0ffee00u + 3 - s->me)) &&
+		    data_ok,
+		    "RC: receive %d: %s, opcode %d, %u bytes, flags 0x%x, imm 0x%x, data %s",
+		    i, got ? ibv_wc_status_str(wc.status) : "no completion",
+		    wc.opcode, wc.byte_len, wc.wc_flags, ntohl(wc.imm_data),
+		    data_ok ? "ok" : "corrupt");
+		off += send_len[i];
+	}
+}
+
+static void step_write(struct side *s)
+{
+	uint8_t inl[64];
+	struct ibv_qp *qp = s->qp[RC_WRITE];
+	struct ibv_send_wr wr = { .wr_id = 300, .opcode = IBV_WR_RDMA_WRITE };
+	struct ibv_sge sge[2];
+	struct ibv_wc wc = {};
+	long bad;
+	bool got;
+	int ret;
+
+	ret = post_recv_at(s, qp, 301, OFF_SEND_RX, 16);
+	fill(s->buf + OFF_SEND_TX, WRITE_LEN, s->me + 10);
+	barrier(s, 2);
+
+	/* Two SGEs, several packets. */
+	sge[0] = sge_at(s, OFF_SEND_TX, 7000);
+	sge[1] = sge_at(s, OFF_SEND_TX + 7000, WRITE_LEN - 7000);
+	wr.wr.rdma.remote_addr = s->peer.addr + OFF_WRITE_DST;
+	wr.wr.rdma.rkey = s->peer.rkey;
+	ret = ret ? ret : post_one(qp, &wr, sge, 2);
+	expect_ret(ret, 0, "RC: ibv_post_send RDMA WRITE 20000 B from 2 SGEs");
+	expect_send_wc(s->cq, 300, IBV_WC_RDMA_WRITE, "RC: RDMA WRITE");
+
+	/* Then a WRITE with immediate, which consumes a receive. */
+	wr = (struct ibv_send_wr){ .wr_id = 302,
+				   .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+				   .imm_data = htonl(0xabcd0000u + s->me) };
+	wr.wr.rdma.remote_addr = s->peer.addr + OFF_WRITE_DST + WRITE_LEN;
+	wr.wr.rdma.rkey = s->peer.rkey;
+	sge[0] = sge_at(s, OFF_SEND_TX, 512);
+	expect_ret(post_one(qp, &wr, sge, 1), 0,
+		   "RC: ibv_post_send RDMA WRITE with immediate, 512 B");
+	expect_send_wc(s->cq, 302, IBV_WC_RDMA_WRITE,
+		       "RC: RDMA WRITE with immediate");
+
+	got = wait_wc(s->cq, 301, &wc);
+	tap(got && wc.status == IBV_WC_SUCCESS &&
+	    wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+	    (wc.wc_flags & IBV_WC_WITH_IMM) &&
+	    wc.imm_data == htonl(0xabcd0000u + 3 - s->me) &&
+	    wc.byte_len == 512,
+	    "RC: the peer's WRITE with immediate completes a receive (%s, opcode %d, %u bytes, imm 0x%x)",
+	    got ? ibv_wc_status_str(wc.status) : "no completion", wc.opcode,
+	    wc.byte_len, ntohl(wc.imm_data));
+	bad = check_pattern(s->buf + OFF_WRITE_DST, WRITE_LEN, 3 - s->me + 10);
+	tap(bad < 0, "RC: the peer's RDMA WRITE placed its 20000 bytes (first bad byte %ld)",
+	    bad);
+	bad = check_pattern(s->buf + OFF_WRITE_DST + WRITE_LEN, 512,
+			    3 - s->me + 10);
+	tap(bad < 0, "RC: ... and the 512 bytes with immediate (first bad byte %ld)",
+	    bad);
+
+	/* An inline WRITE: the data is taken at posting time. */
+	fill(inl, sizeof(inl), s->me + 70);
+	wr = (struct ibv_send_wr){ .wr_id = 303, .opcode = IBV_WR_RDMA_WRITE,
+				   .send_flags = IBV_SEND_INLINE };
+	wr.wr.rdma.remote_addr = s->peer.addr + OFF_WRITE_DST + WRITE_LEN +
+				 1024;
+	wr.wr.rdma.rkey = s->peer.rkey;
+	sge[0] = (struct ibv_sge){ .addr = (uintptr_t)inl,
+				   .length = sizeof(inl) };
+	expect_ret(post_one(qp, &wr, sge, 1), 0,
+		   "RC: ibv_post_send RDMA WRITE, 64 B inline");
+	memset(inl, 0, sizeof(inl));
+	expect_send_wc(s->cq, 303, IBV_WC_RDMA_WRITE, "RC: inline RDMA WRITE");
+	barrier(s, 20);
+	bad = check_pattern(s->buf + OFF_WRITE_DST + WRITE_LEN + 1024,
+			    sizeof(inl), 3 - s->me + 70);
+	tap(bad < 0, "RC: the peer's inline RDMA WRITE placed its 64 bytes (first bad byte %ld)",
+	    bad);
+}
+
+static void step_read(struct side *s)
+{
+	struct ibv_send_wr wr = { .wr_id = 400, .opcode = IBV_WR_RDMA_READ };
+	struct ibv_sge sge[2];
+	long bad;
+
+	fill(s->buf + OFF_READ_SRC, READ_LEN, s->me + 20);
+	barrier(s, 3);
+
+	sge[0] = sge_at(s, OFF_READ_DST, 5000);
+	sge[1] = sge_at(s, OFF_READ_DST + 5000, READ_LEN - 5000);
+	wr.wr.rdma.remote_addr = s->peer.addr + OFF_READ_SRC;
+	wr.wr.rdma.rkey = s->peer.rkey;
+	expect_ret(post_one(s->qp[RC_READ], &wr, sge, 2), 0,
+		   "RC: ibv_post_send RDMA READ 20000 B into 2 SGEs");
+	expect_send_wc(s->cq, 400, IBV_WC_RDMA_READ, "RC: RDMA READ");
+	bad = check_pattern(s->buf + OFF_READ_DST, READ_LEN, 3 - s->me + 20);
+	tap(bad < 0, "RC: RDMA READ brought the peer's bytes (first bad byte %ld)",
+	    bad);
+	/* The peer must not read our READ_SRC after we move on. */
+	barrier(s, 4);
+}
+
+static void step_atomic(struct side *s)
+{
+	uint64_t *target = (uint64_t *)(s->buf + OFF_ATOMIC);
+	uint64_t *res = (uint64_t *)(s->buf + OFF_ATOMIC_RES);
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+
+	tap(s->dev.orig_attr.atomic_cap != IBV_ATOMIC_NONE,
+	    "the device advertises atomics (atomic_cap %d)",
+	    s->dev.orig_attr.atomic_cap);
+
+	target[0] = 100 * s->me;
+	target[1] = 1000 * s->me;
+	res[0] = res[1] = ~0ULL;
+	barrier(s, 5);
+
+	wr = (struct ibv_send_wr){ .wr_id = 500,
+				   .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD };
+	wr.wr.atomic.remote_addr = s->peer.addr + OFF_ATOMIC;
+	wr.wr.atomic.rkey = s->peer.rkey;
+	wr.wr.atomic.compare_add = 5;
+	sge = sge_at(s, OFF_ATOMIC_RES, 8);
+	expect_ret(post_one(s->qp[RC_ATOMIC], &wr, &sge, 1), 0,
+		   "RC: ibv_post_send FETCH_AND_ADD");
+	expect_send_wc(s->cq, 500, IBV_WC_FETCH_ADD, "RC: FETCH_AND_ADD");
+	tap(res[0] == 100ULL * (3 - s->me),
+	    "RC: FETCH_AND_ADD returned the old value %llu (got %llu)",
+	    100ULL * (3 - s->me), (unsigned long long)res[0]);
+
+	wr = (struct ibv_send_wr){ .wr_id = 501,
+				   .opcode = IBV_WR_ATOMIC_CMP_AND_SWP };
+	wr.wr.atomic.remote_addr = s->peer.addr + OFF_ATOMIC + 8;
+	wr.wr.atomic.rkey = s->peer.rkey;
+	wr.wr.atomic.compare_add = 1000ULL * (3 - s->me);
+	wr.wr.atomic.swap = 7;
+	sge = sge_at(s, OFF_ATOMIC_RES + 8, 8);
+	expect_ret(post_one(s->qp[RC_ATOMIC], &wr, &sge, 1), 0,
+		   "RC: ibv_post_send CMP_AND_SWP");
+	expect_send_wc(s->cq, 501, IBV_WC_COMP_SWAP, "RC: CMP_AND_SWP");
+	tap(res[1] == 1000ULL * (3 - s->me),
+	    "RC: CMP_AND_SWP returned the old value %llu (got %llu)",
+	    1000ULL * (3 - s->me), (unsigned long long)res[1]);
+
+	barrier(s, 6);
+	tap(target[0] == 100ULL * s->me + 5 && target[1] == 7,
+	    "RC: the peer's atomics left %llu and %llu here (expected %llu and 7)",
+	    (unsigned long long)target[0], (unsigned long long)target[1],
+	    100ULL * s->me + 5);
+}
+
+static bool wait_async(struct side *s, enum ibv_event_type type,
+		       struct ibv_async_event *ev)
+{
+	double deadline = now_sec() + TIMEOUT;
+	struct pollfd pfd = { .fd = s->ctx->async_fd, .events = POLLIN };
+
+	while (now_sec() < deadline) {
+		if (poll(&pfd, 1, 100) != 1)
+			continue;
+		if (ibv_get_async_event(s->ctx, ev))
+			return false;
+		ibv_ack_async_event(ev);
+		if (ev->event_type == type)
+			return true;
+		diag("async event %s", ibv_event_type_str(ev->event_type));
+	}
+	return false;
+}
+
+static void step_srq(struct side *s)
+{
+	struct ibv_srq_attr sattr = { .srq_limit = 3 };
+	struct ibv_async_event ev = {};
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr[6], *bad;
+	struct ibv_sge rsge[6];
+	uint8_t ref[4000];
+	int i, ret, ok = 0;
+
+	for (i = 0; i < 6; i++) {
+		rsge[i] = sge_at(s, OFF_SRQ_RX + i * 4096, 4096);
+		rwr[i] = (struct ibv_recv_wr){ .wr_id = 600 + i,
+					       .sg_list = &rsge[i],
+					       .num_sge = 1,
+					       .next = i < 5 ? &rwr[i + 1] :
+						       NULL };
+	}
+	expect_ret(ibv_post_srq_recv(s->srq, rwr, &bad), 0,
+		   "SRQ: ibv_post_srq_recv x 6");
+	expect_ret(ibv_modify_srq(s->srq, &sattr, IBV_SRQ_LIMIT), 0,
+		   "SRQ: arm the limit at 3");
+	fill(s->buf + OFF_SEND_TX, 4 * 1000, s->me + 30);
+	barrier(s, 7);
+
+	for (i = 0; i < 4; i++) {
+		wr = (struct ibv_send_wr){ .wr_id = 610 + i,
+					   .opcode = IBV_WR_SEND };
+		sge = sge_at(s, OFF_SEND_TX + i * 1000, 1000);
+		if (post_one(s->qp[RC_SRQ], &wr, &sge, 1))
+			break;
+	}
+	expect_ret(i == 4 ? 0 : EINVAL, 0,
+		   "SRQ: ibv_post_send 4 x 1000 B to the peer's SRQ QP");
+	for (i = 0; i < 4; i++)
+		expect_send_wc(s->cq2, 610 + i, IBV_WC_SEND, "SRQ: SEND");
+
+	/* Receives are consumed in order: message i lands in WR 600 + i. */
+	fill(ref, sizeof(ref), 3 - s->me + 30);
+	for (i = 0; i < 4; i++) {
+		struct ibv_wc wc = {};
+		bool got = wait_wc(s->cq2, 600 + i, &wc);
+
+		if (got && wc.status == IBV_WC_SUCCESS &&
+		    wc.opcode == IBV_WC_RECV && wc.byte_len == 1000 &&
+		    !memcmp(ref + i * 1000, s->buf + OFF_SRQ_RX + i * 4096,
+			    1000))
+			ok++;
+		else
+			diag("SRQ receive %d: %s, %u bytes, data %s", i,
+			     got ? ibv_wc_status_str(wc.status) :
+				   "no completion", wc.byte_len,
+			     got ? "compared" : "-");
+	}
+	tap(ok == 4, "SRQ: 4 messages received in order, data intact (%d)",
+	    ok);
+	tap(wait_async(s, IBV_EVENT_SRQ_LIMIT_REACHED, &ev) &&
+	    ev.element.srq == s->srq,
+	    "SRQ: IBV_EVENT_SRQ_LIMIT_REACHED once fewer than 3 are left");
+	memset(&sattr, 0, sizeof(sattr));
+	ret = ibv_query_srq(s->srq, &sattr);
+	tap(!ret && sattr.srq_limit == 0,
+	    "SRQ: the limit is disarmed after the event (%u)",
+	    sattr.srq_limit);
+	barrier(s, 8);
+}
+
+static void step_ud(struct side *s)
+{
+	struct ibv_send_wr wr = { .wr_id = 700, .opcode = IBV_WR_SEND };
+	uint8_t inl[100];
+	struct ibv_sge sge;
+	struct ibv_wc wc = {};
+	long bad = 0;
+	bool got;
+	int ret;
+
+	ret = post_recv_at(s, s->qp[UD], 701, OFF_UD_RX, GRH_LEN + 4096);
+	if (!ret)
+		ret = post_recv_at(s, s->qp[UD], 702, OFF_UD_RX + 8192,
+				   GRH_LEN + 4096);
+	expect_ret(ret, 0, "UD: ibv_post_recv x 2");
+	fill(s->buf + OFF_UD_TX, UD_LEN, s->me + 40);
+	barrier(s, 9);
+
+	wr.wr.ud.ah = s->ah;
+	wr.wr.ud.remote_qpn = s->peer.qpn[UD];
+	wr.wr.ud.remote_qkey = QKEY;
+	sge = sge_at(s, OFF_UD_TX, UD_LEN);
+	expect_ret(post_one(s->qp[UD], &wr, &sge, 1), 0,
+		   "UD: ibv_post_send 1000 B");
+	expect_send_wc(s->cq, 700, IBV_WC_SEND, "UD: SEND");
+
+	got = wait_wc(s->cq, 701, &wc);
+	if (got)
+		bad = check_pattern(s->buf + OFF_UD_RX + GRH_LEN, UD_LEN,
+				    3 - s->me + 40);
+	tap(got && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+	    wc.byte_len == GRH_LEN + UD_LEN &&
+	    wc.src_qp == s->peer.qpn[UD] && (wc.wc_flags & IBV_WC_GRH) &&
+	    bad < 0,
+	    "UD: received %u bytes from QP %u, flags 0x%x (GRH), data %s (%s)",
+	    wc.byte_len, wc.src_qp, wc.wc_flags, bad < 0 ? "ok" : "corrupt",
+	    got ? ibv_wc_status_str(wc.status) : "no completion");
+	barrier(s, 10);
+
+	/* Inline, the data taken at posting time. */
+	fill(inl, sizeof(inl), s->me + 45);
+	wr.wr_id = 703;
+	wr.send_flags = IBV_SEND_INLINE;
+	sge = (struct ibv_sge){ .addr = (uintptr_t)inl,
+				.length = sizeof(inl) };
+	expect_ret(post_one(s->qp[UD], &wr, &sge, 1), 0,
+		   "UD: ibv_post_send 100 B inline");
+	memset(inl, 0, sizeof(inl));
+	expect_send_wc(s->cq, 703, IBV_WC_SEND, "UD: inline SEND");
+	memset(&wc, 0, sizeof(wc));
+	bad = 0;
+	got = wait_wc(s->cq, 702, &wc);
+	if (got)
+		bad = check_pattern(s->buf + OFF_UD_RX + 8192 + GRH_LEN,
+				    sizeof(inl), 3 - s->me + 45);
+	tap(got && wc.status == IBV_WC_SUCCESS &&
+	    wc.byte_len == GRH_LEN + sizeof(inl) && bad < 0,
+	    "UD: received the peer's inline SEND, %u bytes, data %s (%s)",
+	    wc.byte_len, bad < 0 ? "ok" : "corrupt",
+	    got ? ibv_wc_status_str(wc.status) : "no completion");
+	barrier(s, 21);
+}
+
+static void step_event(struct side *s)
+{
+	struct pollfd pfd = { .fd = s->ch->fd, .events = POLLIN };
+	struct ibv_send_wr wr = { .wr_id = 800, .opcode = IBV_WR_SEND };
+	struct ibv_cq *ev_cq = NULL;
+	void *ev_ctx = NULL;
+	struct ibv_sge sge;
+	struct ibv_wc wc = {};
+	bool got;
+
+	expect_ret(post_recv_at(s, s->qp[RC_EVENT], 801, OFF_SEND_RX, 64), 0,
+		   "events: ibv_post_recv");
+	expect_ret(ibv_req_notify_cq(s->cq, 0), 0,
+		   "events: ibv_req_notify_cq");
+	barrier(s, 11);
+
+	sge = sge_at(s, OFF_SEND_TX, 64);
+	wr.send_flags = IBV_SEND_SOLICITED;
+	expect_ret(post_one(s->qp[RC_EVENT], &wr, &sge, 1), 0,
+		   "events: ibv_post_send a solicited SEND");
+	tap(poll(&pfd, 1, (int)(TIMEOUT * 1000)) == 1 &&
+	    !ibv_get_cq_event(s->ch, &ev_cq, &ev_ctx) && ev_cq == s->cq &&
+	    ev_ctx == s,
+	    "events: ibv_get_cq_event reports our CQ");
+	if (ev_cq)
+		ibv_ack_cq_events(ev_cq, 1);
+	got = wait_wc(s->cq, 801, &wc);
+	tap(got && wc.status == IBV_WC_SUCCESS && wc.byte_len == 64,
+	    "events: ... and the receive is there (%s)",
+	    got ? ibv_wc_status_str(wc.status) : "no completion");
+	got = wait_wc(s->cq, 800, &wc);
+	tap(got && wc.status == IBV_WC_SUCCESS,
+	    "events: the solicited SEND completes (%s)",
+	    got ? ibv_wc_status_str(wc.status) : "no completion");
+	barrier(s, 12);
+}
+
+/* One completion of the extended CQ through ibv_start_poll & co. */
+struct xwc {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	uint32_t byte_len;
+	unsigned int flags;
+	__be32 imm;
+	uint32_t qp_num;
+};
+
+static int poll_ex(struct ibv_cq_ex *cqx, struct xwc *out, int n)
+{
+	struct ibv_poll_cq_attr pa = {};
+	double deadline = now_sec() + TIMEOUT;
+	int got = 0, ret;
+
+	while (got < n && now_sec() < deadline) {
+		ret = ibv_start_poll(cqx, &pa);
+		if (ret == ENOENT) {
+			usleep(100);
+			continue;
+		}
+		if (ret)
+			return got;
+		do {
+			struct xwc *x = &out[got++];
+
+			x->wr_id = cqx->wr_id;
+			x->status = cqx->status;
+			x->opcode = ibv_wc_read_opcode(cqx);
+			x->byte_len = ibv_wc_read_byte_len(cqx);
+			x->flags = ibv_wc_read_wc_flags(cqx);
+			x->imm = ibv_wc_read_imm_data(cqx);
+			x->qp_num = ibv_wc_read_qp_num(cqx);
+		} while (got < n && !ibv_next_poll(cqx));
+		ibv_end_poll(cqx);
+	}
+	return got;
+}
+
+static void step_wr_api(struct side *s)
+{
+	struct ibv_qp *qp = s->qp[RC_WR];
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(qp);
+	uint8_t inl[100], ref[100];
+	struct ibv_data_buf bufs[2];
+	struct xwc x[5] = {};
+	int i, n, ret, sends = 0, recvs = 0;
+	bool data_ok = true;
+
+	tap(qpx != NULL, "wr API: ibv_qp_to_qp_ex");
+	if (!qpx)
+		return;
+	ret = post_recv_at(s, qp, 900, OFF_WR_RX, 4096);
+	if (!ret)
+		ret = post_recv_at(s, qp, 901, OFF_WR_RX + 4096, 4096);
+	expect_ret(ret, 0, "wr API: ibv_post_recv x 2");
+	fill(s->buf + OFF_WR_TX, 2000, s->me + 50);
+	fill(inl, sizeof(inl), s->me + 60);
+	memcpy(s->buf + OFF_WR_TX + 2048, inl, sizeof(inl));
+	barrier(s, 13);
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 910;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, s->mr->lkey, (uintptr_t)(s->buf + OFF_WR_TX),
+		       2000);
+	qpx->wr_id = 911;
+	ibv_wr_rdma_write(qpx, s->peer.rkey, s->peer.addr + OFF_WR_DST);
+	ibv_wr_set_sge(qpx, s->mr->lkey, (uintptr_t)(s->buf + OFF_WR_TX + 2048),
+		       sizeof(inl));
+	qpx->wr_id = 912;
+	ibv_wr_send_imm(qpx, htonl(0x5eed0000u + s->me));
+	bufs[0] = (struct ibv_data_buf){ inl, 30 };
+	bufs[1] = (struct ibv_data_buf){ inl + 30, 20 };
+	ibv_wr_set_inline_data_list(qpx, 2, bufs);
+	memset(inl, 0, sizeof(inl));	/* inline data was copied */
+	expect_ret(ibv_wr_complete(qpx), 0,
+		   "wr API: ibv_wr_complete of SEND, RDMA WRITE, inline SEND with immediate");
+
+	n = poll_ex(s->cqx, x, 5);
+	fill(ref, sizeof(ref), 3 - s->me + 60);
+	for (i = 0; i < n; i++) {
+		if (x[i].status != IBV_WC_SUCCESS) {
+			diag("wr API: wr_id %llu: %s",
+			     (unsigned long long)x[i].wr_id,
+			     ibv_wc_status_str(x[i].status));
+			continue;
+		}
+		if (x[i].wr_id >= 910 && x[i].wr_id <= 912) {
+			sends += x[i].opcode == (x[i].wr_id == 911 ?
+				 IBV_WC_RDMA_WRITE : IBV_WC_SEND);
+		} else if (x[i].wr_id == 900) {
+			recvs += x[i].opcode == IBV_WC_RECV &&
+				 x[i].byte_len == 2000 &&
+				 !(x[i].flags & IBV_WC_WITH_IMM) &&
+				 x[i].qp_num == qp->qp_num &&
+				 check_pattern(s->buf + OFF_WR_RX, 2000,
+					       3 - s->me + 50) < 0;
+		} else if (x[i].wr_id == 901) {
+			recvs += x[i].opcode == IBV_WC_RECV &&
+				 x[i].byte_len == 50 &&
+				 (x[i].flags & IBV_WC_WITH_IMM) &&
+				 x[i].imm == htonl(0x5eed0000u + 3 - s->me) &&
+				 !memcmp(s->buf + OFF_WR_RX + 4096, ref, 50);
+		}
+	}
+	tap(n == 5 && sends == 3 && recvs == 2,
+	    "wr API: ibv_start_poll/next_poll saw 3 sends and 2 receives, correct (%d: %d, %d)",
+	    n, sends, recvs);
+	barrier(s, 14);
+	data_ok = !memcmp(s->buf + OFF_WR_DST, ref, sizeof(ref));
+	tap(data_ok, "wr API: the peer's RDMA WRITE placed its 100 bytes");
+}
+
+/*
+ * The client breaks the rules; the server's device must refuse and say so.
+ * One side only: a responder may move its QP to the error state, which
+ * would flush a request of its own in flight on the same QP.
+ */
+static void step_remote_error(struct side *s)
+{
+	struct ibv_send_wr wr = { .wr_id = 1000, .opcode = IBV_WR_RDMA_WRITE };
+	struct ibv_sge sge = sge_at(s, OFF_SEND_TX, 64);
+	struct ibv_wc wc = {};
+	bool got;
+
+	barrier(s, 15);
+	if (s->me == 2) {
+		wr.wr.rdma.remote_addr = s->peer.addr + OFF_WRITE_DST;
+		wr.wr.rdma.rkey = s->peer.rkey ^ 0x5a5a5a00;
+		expect_ret(post_one(s->qp[RC_ERR_KEY], &wr, &sge, 1), 0,
+			   "errors: ibv_post_send RDMA WRITE with a bad rkey");
+		got = wait_wc(s->cq, 1000, &wc);
+		tap(got && wc.status == IBV_WC_REM_ACCESS_ERR,
+		    "errors: ... completes with a remote access error (%s)",
+		    got ? ibv_wc_status_str(wc.status) : "no completion");
+
+		wr.wr.rdma.rkey = s->peer.rkey;
+		wr.wr.rdma.remote_addr = s->peer.addr + BUF_SIZE - 32;
+		wr.wr_id = 1001;
+		expect_ret(post_one(s->qp[RC_ERR_RANGE], &wr, &sge, 1), 0,
+			   "errors: ibv_post_send RDMA WRITE past the end of the peer's MR");
+		got = wait_wc(s->cq, 1001, &wc);
+		tap(got && wc.status == IBV_WC_REM_ACCESS_ERR,
+		    "errors: ... completes with a remote access error (%s)",
+		    got ? ibv_wc_status_str(wc.status) : "no completion");
+	}
+	barrier(s, 16);
+	if (s->me == 1) {
+		static const uint8_t zero[32];
+
+		tap(check_pattern(s->buf + OFF_WRITE_DST, WRITE_LEN,
+				  3 - s->me + 10) < 0 &&
+		    !memcmp(s->buf + BUF_SIZE - 32, zero, sizeof(zero)),
+		    "errors: the refused WRITEs changed nothing here");
+	}
+}
+
+static void teardown(struct side *s)
+{
+	int i, ret = 0;
+
+	ret |= ibv_destroy_ah(s->ah);
+	for (i = 0; i < NUM_QPS; i++)
+		ret |= ibv_destroy_qp(s->qp[i]);
+	ret |= ibv_destroy_srq(s->srq);
+	ret |= ibv_destroy_cq(s->cq);
+	ret |= ibv_destroy_cq(s->cq2);
+	ret |= ibv_destroy_cq(ibv_cq_ex_to_cq(s->cqx));
+	ret |= ibv_destroy_comp_channel(s->ch);
+	ret |= ibv_dereg_mr(s->mr);
+	ret |= ibv_dealloc_pd(s->pd);
+	ret |= ibv_close_device(s->ctx);
+	tap(!ret, "every object destroyed");
+}
+
+int main(int argc, char **argv)
+{
+	struct side s = {};
+
+	if (argc == 4 && !strcmp(argv[1], "server")) {
+		s.me = 1;
+		setup(&s, argv[2]);
+		s.sock = tcp_server((uint16_t)atoi(argv[3]));
+	} else if (argc == 5 && !strcmp(argv[1], "client")) {
+		s.me = 2;
+		setup(&s, argv[2]);
+		s.sock = tcp_client(argv[3], (uint16_t)atoi(argv[4]));
+	} else {
+		fprintf(stderr,
+			"usage: %s server DEVICE PORT\n       %s client DEVICE SERVER PORT\n",
+			argv[0], argv[0]);
+		return 2;
+	}
+
+	exchange(&s);
+	connect_all(&s);
+	barrier(&s, 0);
+
+	step_send(&s);
+	step_write(&s);
+	step_read(&s);
+	step_atomic(&s);
+	step_srq(&s);
+	step_ud(&s);
+	step_event(&s);
+	step_wr_api(&s);
+	step_remote_error(&s);
+	teardown(&s);
+	close(s.sock);
+	free(s.buf);
+	return done_testing();
+}

@@ -1,0 +1,152 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# libmetaroce's verbs on live metaroce devices, inside the test VM (TAP):
+#
+#   selftests/vm/run -- userspace/provider/tests/vm_verbs.sh [SUBTEST...]
+#
+# Two hosts, network namespaces mrva (10.77.0.1) and mrvb (10.77.0.2) joined
+# by a veth pair, with a metaroce device on each end (mrva_dev, mrvb_dev):
+#
+#   objects        every verbs object and the errors of invalid calls
+#                  (tests/verbs_objects.c), on one device
+#   pair           RC SEND/RECV, RDMA WRITE/READ, atomics, SRQ, UD, events,
+#                  the ibv_wr_* API, remote errors between the two hosts
+#                  (tests/verbs_pair.c), data checked byte for byte
+#   rc_pingpong, rc_pingpong_events, rc_pingpong_new_send, ud_pingpong,
+#   srq_pingpong   ibverbs-utils' examples, server in mrva, client in mrvb,
+#                  with received-buffer validation (-c)
+#
+# Needs root, metaroce.ko and the provider built in build/userspace/provider
+# (the VM's /etc/libibverbs.d points libibverbs at it). MR_VERBS_TIMEOUT sets
+# the seconds each program may take (180), MR_VERBS_WRAPPER a command to run
+# them under (e.g. "valgrind --error-exitcode=1").
+
+# The subtests are called through mr_run.
+# shellcheck disable=SC2317
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../../.." && pwd)
+# shellcheck source=../../../selftests/metaroce/lib.sh
+. "$top/selftests/metaroce/lib.sh"
+
+build=${MR_PROVIDER_BUILD:-$top/build/userspace/provider}
+objects_test=$build/tests/verbs_objects
+pair_test=$build/tests/verbs_pair
+# Seconds any one program may take (TCG is slow).
+prog_timeout=${MR_VERBS_TIMEOUT:-180}
+# A command every program runs under, e.g. "valgrind --leak-check=full".
+read -ra wrapper <<<"${MR_VERBS_WRAPPER:-}"
+
+mr_require_module
+for f in "$build/libmetaroce-rdmav34.so" "$objects_test" "$pair_test"; do
+	[[ -e $f ]] || mr_skip_all "$f is missing: run make -C userspace first"
+done
+[[ $# -eq 0 ]] || MR_TEST_ONLY="$*"
+
+two_hosts() {
+	mr_netns mrva mrvb
+	mr_veth mrva0 mrvb0 mrva mrvb
+	ip -n mrva addr add 10.77.0.1/24 dev mrva0
+	ip -n mrvb addr add 10.77.0.2/24 dev mrvb0
+	mr_link_add mrva_dev mrva0 mrva
+	mr_link_add mrvb_dev mrvb0 mrvb
+	assert_wait "mrva_dev has the RoCE v2 GID of 10.77.0.1" 10 \
+		gid_index mrva_dev 10.77.0.1
+	assert_wait "mrvb_dev has the RoCE v2 GID of 10.77.0.2" 10 \
+		gid_index mrvb_dev 10.77.0.2
+}
+
+# gid_index DEVICE IPV4: index of the RoCE v2 GID ::ffff:IPV4 of port 1.
+gid_index() {
+	local dir=/sys/class/infiniband/$1/ports/1 want f i a b c d
+	IFS=. read -r a b c d <<<"$2"
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
+		"$a" "$b" "$c" "$d")
+	for f in "$dir"/gids/*; do
+		i=${f##*/}
+		[[ $(cat "$f" 2>/dev/null) == "$want" ]] || continue
+		[[ $(cat "$dir/gid_attrs/types/$i" 2>/dev/null) == "RoCE v2" ]] ||
+			continue
+		echo "$i"
+		return 0
+	done
+	return 1
+}
+
+# in_ns NS CMD...: CMD in namespace NS, bounded by the program timeout.
+in_ns() {
+	local netns=$1
+	shift
+	ip netns exec "$netns" timeout --kill-after=5 "$prog_timeout" \
+		"${wrapper[@]}" "$@"
+}
+
+# tcp_listening NS PORT: a TCP socket listens on PORT in NS.
+tcp_listening() {
+	[[ -n $(ip netns exec "$1" ss -Htln "sport = :$2") ]]
+}
+
+# server_client PORT SERVER_CMD... -- CLIENT_CMD...: the server in mrva in
+# the background, then, once it listens on TCP PORT, the client in mrvb;
+# both must succeed. Their output is shown (as TAP comments).
+server_client() {
+	local port=$1 srv=() cli=() out rc_s=0 rc_c=0
+	shift
+	while [[ $1 != -- ]]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	out=$(mktemp)
+	mr_defer rm -f "$out"
+	in_ns mrva "${srv[@]}" >"$out" 2>&1 &
+	local pid=$!
+	mr_defer kill "$pid"
+	if ! wait_for 60 tcp_listening mrva "$port"; then
+		cat "$out"
+		mr_fail "the server does not listen on TCP port $port"
+	fi
+	echo "--- client (mrvb): ${cli[*]}"
+	in_ns mrvb "${cli[@]}" 2>&1 || rc_c=$?
+	wait "$pid" || rc_s=$?
+	echo "--- server (mrva): ${srv[*]}"
+	cat "$out"
+	((rc_s == 0)) || mr_fail "server exited with $rc_s"
+	((rc_c == 0)) || mr_fail "client exited with $rc_c"
+}
+
+objects() {
+	two_hosts
+	in_ns mrva "$objects_test" mrva_dev || mr_fail "verbs_objects failed"
+}
+
+pair() {
+	two_hosts
+	server_client 18600 "$pair_test" server mrva_dev 18600 -- \
+		"$pair_test" client mrvb_dev 10.77.0.1 18600
+}
+
+# pingpong NAME SERVER_OPTIONS: ibv_NAME_pingpong between the hosts.
+pingpong() {
+	local prog=ibv_$1_pingpong ga gb
+	shift
+	two_hosts
+	ga=$(gid_index mrva_dev 10.77.0.1)
+	gb=$(gid_index mrvb_dev 10.77.0.2)
+	server_client 18601 "$prog" -d mrva_dev -g "$ga" -p 18601 -c "$@" -- \
+		"$prog" -d mrvb_dev -g "$gb" -p 18601 -c "$@" 10.77.0.1
+}
+
+rc_pingpong() { pingpong rc -n 200; }
+rc_pingpong_events() { pingpong rc -n 100 -e; }
+rc_pingpong_new_send() { pingpong rc -n 100 -N; }
+ud_pingpong() { pingpong ud -n 200 -s 512; }
+srq_pingpong() { pingpong srq -n 20 -q 4; }
+
+mr_run objects objects
+mr_run pair pair
+mr_run rc_pingpong rc_pingpong
+mr_run rc_pingpong_events rc_pingpong_events
+mr_run rc_pingpong_new_send rc_pingpong_new_send
+mr_run ud_pingpong ud_pingpong
+mr_run srq_pingpong srq_pingpong
+mr_done
