@@ -1,0 +1,92 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# scripts/deps.sh [--if-missing]
+#
+# Installs every Debian package MetaRoCE needs to build, test, benchmark and
+# package itself, then fetches and unpacks the pinned unsigned kernel images
+# the VM tests boot (selftests/vm/prepare-kernel.sh). Idempotent and
+# non-interactive. With --if-missing it only checks (cheaply, dpkg-query)
+# and does nothing when everything is present.
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=kernels.env
+. "$TOP/scripts/kernels.env"
+
+if_missing=0
+case ${1:-} in
+--if-missing) if_missing=1 ;;
+"") ;;
+*) echo "usage: $0 [--if-missing]" >&2; exit 2 ;;
+esac
+
+kernels=("$MR_KVER_6_12" "$MR_KVER_6_1")
+pkgs=(
+	# build: module for both pinned kernels, userspace, checks
+	gcc make clang llvm libclang-rt-14-dev sparse linux-source-6.12
+	dkms kmod xz-utils shellcheck
+	linux-headers-"$MR_KVER_6_12" linux-headers-"$MR_KVER_6_1"
+	# rdma-core: libraries, provider build, tools, pyverbs
+	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
+	libibverbs-dev librdmacm-dev python3 python3-pyverbs
+	# the VM and the tools the tests run in it (the guest uses the host's /usr)
+	qemu-system-x86 busybox-static cpio gzip util-linux procps
+	iproute2 iputils-ping iperf3 ethtool nvme-cli strace
+	# benchmark plots
+	gnuplot-nox
+)
+
+installed() { # PKG: true when dpkg has it fully installed
+	[[ $(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null) == ii* ]]
+}
+
+missing=()
+for p in "${pkgs[@]}"; do
+	installed "$p" || missing+=("$p")
+done
+kernels_ready() {
+	local k
+	for k in "${kernels[@]}"; do
+		[[ -f $TOP/build/vm/$k/.prepared ]] || return 1
+	done
+}
+
+if ((if_missing)) && ((${#missing[@]} == 0)) && kernels_ready; then
+	exit 0
+fi
+
+if ((${#missing[@]})); then
+	echo "deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt_install() {
+		apt-get install -y -q --no-install-recommends \
+			-o Dpkg::Options::=--force-confdef \
+			-o Dpkg::Options::=--force-confold "${missing[@]}"
+	}
+	# Refresh the package lists only when they are absent or the install
+	# cannot find something in them.
+	if ! compgen -G '/var/lib/apt/lists/*_Packages' >/dev/null; then
+		apt-get update -q
+	fi
+	if ! apt_install; then
+		apt-get update -q
+		if ! apt_install; then
+			for k in "${kernels[@]}"; do
+				if ! apt-cache show "linux-headers-$k" >/dev/null 2>&1; then
+					var=$(grep -E "^MR_KVER_[0-9_]+=${k//+/\\+}\$" \
+						"$TOP/scripts/kernels.env" | cut -d= -f1)
+					echo "deps: linux-headers-$k is no longer in the apt archive;" \
+						"bump $var in scripts/kernels.env" >&2
+				fi
+			done
+			echo "deps: apt-get install failed" >&2
+			exit 1
+		fi
+	fi
+fi
+
+for k in "${kernels[@]}"; do
+	"$TOP/selftests/vm/prepare-kernel.sh" "$k"
+done
+echo "deps: all present"

@@ -1,0 +1,127 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# run_tests.sh [PATTERN...]: runs the programs of TEST_PROGS (Makefile), or
+# those whose name contains one of the PATTERNs, and prints KTAP: one line
+# per program, its own TAP indented below. A program's exit status 0 is a
+# pass, 4 (KSFT_SKIP) a skip, anything else (or a kernel warning it caused)
+# a failure. Exits non-zero when any program failed.
+#
+# MR_TEST_TIMEOUT: seconds per program (default 300).
+set -euo pipefail
+
+# One compound command: bash reads it whole before running it, so editing
+# this file cannot derail a run in progress.
+{
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$HERE"
+per_test_timeout=${MR_TEST_TIMEOUT:-300}
+
+read -ra all <<<"$(make -s --no-print-directory -f Makefile list-progs)"
+progs=()
+for p in "${all[@]}"; do
+	if (($# == 0)); then
+		progs+=("$p")
+		continue
+	fi
+	for pat; do
+		[[ $p == *"$pat"* ]] && { progs+=("$p"); break; }
+	done
+done
+
+# Kernel log lines that mean the kernel misbehaved (as the VM runner).
+bad='Oops|BUG:|kernel BUG at|WARNING:|general protection fault|Call Trace:'
+bad+='|KASAN|UBSAN|refcount_t:|INFO: task .* blocked|rcu: INFO:|rcu_.*stall'
+bad+='|soft lockup|hard LOCKUP|list_(add|del) corruption'
+can_dmesg=0
+dmesg >/dev/null 2>&1 && can_dmesg=1
+
+# Fatal kernel failures: once one happened the kernel cannot be trusted (and
+# tests touching the broken object hang in D state), so the test is stopped
+# and the remaining ones are reported as not run, i.e. failed.
+fatal='Oops|BUG:|kernel BUG at|general protection fault|Kernel panic'
+
+# run_one PROG OUT: runs PROG in its own session, output to OUT and, indented,
+# to us. Sets rc (124 on timeout) and oops=1 if the kernel oopsed meanwhile.
+run_one() {
+	local pid tailpid deadline=$((SECONDS + per_test_timeout)) grace=
+	setsid "./$1" >"$2" 2>&1 </dev/null &
+	pid=$!
+	tail -n +1 -f --pid="$pid" "$2" | sed -u 's/^/    /' &
+	tailpid=$!
+	rc="" oops=0
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		if ((SECONDS >= deadline)); then
+			rc=124
+		elif ((can_dmesg && !oops)) &&
+			dmesg | tail -n +"$((before + 1))" | grep -qE "$fatal"; then
+			oops=1 grace=$((SECONDS + 10)) # let it end on its own
+		fi
+		if [[ -n $rc ]] || { [[ -n $grace ]] && ((SECONDS >= grace)); }; then
+			kill -KILL -- "-$pid" 2>/dev/null || true
+			break
+		fi
+	done
+	wait "$pid" 2>/dev/null && rc=${rc:-0} || rc=${rc:-$?}
+	wait "$tailpid" 2>/dev/null || true
+}
+
+echo "TAP version 13"
+echo "1..${#progs[@]}"
+n=0 pass=0 fail=0 skip=0 dead=
+for p in "${progs[@]}"; do
+	n=$((n + 1))
+	name=${p%.sh}
+	if [[ -n $dead ]]; then
+		echo "not ok $n $name # not run: the kernel oopsed in $dead"
+		fail=$((fail + 1))
+		continue
+	fi
+	echo "# RUN $name"
+	before=0
+	((can_dmesg)) && before=$(dmesg | wc -l)
+	start=$SECONDS
+	out=$(mktemp)
+	run_one "$p" "$out"
+	took=$((SECONDS - start))
+	why=
+	if ((can_dmesg)); then
+		new=$(dmesg | tail -n +"$((before + 1))" | grep -E "$bad" || true)
+		if [[ -n $new ]]; then
+			echo "# $name: the kernel logged a problem during the test:"
+			sed 's/^/#   /' <<<"$new" | head -n 20
+			why=" # kernel warning"
+			((rc == 0 || rc == 4)) && rc=1
+		fi
+	fi
+	if ((oops)); then
+		dead=$name why=" # kernel oops"
+		((rc == 0 || rc == 4 || rc == 124)) && rc=1
+	fi
+	case $rc in
+	0)
+		echo "ok $n $name # ${took}s"
+		pass=$((pass + 1))
+		;;
+	4)
+		reason=$(sed -n 's/^1\.\.0 # SKIP //p' "$out" | tail -n 1)
+		echo "ok $n $name # SKIP ${reason:-skipped}"
+		skip=$((skip + 1))
+		;;
+	124)
+		echo "not ok $n $name # TIMEOUT after ${per_test_timeout}s"
+		fail=$((fail + 1))
+		;;
+	*)
+		echo "not ok $n $name # exit $rc${why}"
+		fail=$((fail + 1))
+		;;
+	esac
+	rm -f "$out"
+done
+echo "# totals: pass:$pass fail:$fail skip:$skip"
+((fail == 0))
+exit
+}
