@@ -50,6 +50,7 @@ static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	[MR_CNT_RX_DROP_NO_RECV]	= { .name = "rx_drop_no_recv" },
 	[MR_CNT_RX_DROP_BACKLOG]	= { .name = "rx_drop_backlog" },
 	[MR_CNT_TX_DROP_NO_ROUTE]	= { .name = "tx_drop_no_route" },
+	[MR_CNT_RX_CE_MARKED]		= { .name = "rx_ce_marked" },
 
 	[E(MR_ST_TX_PKTS)]		= { .name = "transport_tx_packets" },
 	[E(MR_ST_TX_BYTES)]		= { .name = "transport_tx_bytes" },

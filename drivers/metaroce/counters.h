@@ -25,6 +25,7 @@ enum mr_counter {
 	MR_CNT_RX_DROP_NO_RECV,		/* UD: no receive posted */
 	MR_CNT_RX_DROP_BACKLOG,		/* NAPI queue full */
 	MR_CNT_TX_DROP_NO_ROUTE,
+	MR_CNT_RX_CE_MARKED,		/* marked by our own receive queue */
 	MR_NUM_COUNTERS
 };
 

@@ -112,6 +112,14 @@ static int mr_dev_setup(struct mr_dev *dev, struct net_device *ndev)
 
 	mr_conn_cfg_default(&dev->conn_cfg);
 	dev->conn_cfg.mtu = MR_MAX_PAYLOAD;
+	/*
+	 * Timers for hosts whose scheduling can delay an ACK by milliseconds
+	 * (busy-polling applications, virtual machines): a spurious timeout
+	 * costs a duplicate, a late one only a tail loss's recovery.
+	 */
+	dev->conn_cfg.rto_min_ns = 4 * NSEC_PER_MSEC;
+	dev->conn_cfg.rto_init_ns = 20 * NSEC_PER_MSEC;
+	dev->conn_cfg.probe_ns = 10 * NSEC_PER_MSEC;
 	do {
 		dev->ud_epoch = get_random_u32();
 	} while (!dev->ud_epoch);
@@ -195,6 +203,7 @@ static void mr_dev_unlink_unregistered(struct mr_dev *dev)
  */
 static void mr_dev_registered(struct mr_dev *dev)
 {
+	mr_debugfs_add(dev);
 	mutex_lock(&mr_lock);
 	if (dev->unregistering)
 		mr_dev_queue_unregister(dev);
@@ -290,6 +299,7 @@ void mr_dealloc_driver(struct ib_device *ibdev)
 		synchronize_rcu();
 	}
 	/* Every QP is gone: stop the transport before the sockets go. */
+	mr_debugfs_remove(dev);
 	mr_peers_destroy(dev);
 	mr_napi_destroy(dev);
 	WARN_ON(!xa_empty(&dev->qps));

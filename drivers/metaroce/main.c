@@ -38,6 +38,7 @@ static int __init mr_init(void)
 	mr_wq = alloc_workqueue(METAROCE_NAME, WQ_UNBOUND, 0);
 	if (!mr_wq)
 		return -ENOMEM;
+	mr_debugfs_init();
 
 	err = mr_net_init();
 	if (err)
@@ -56,6 +57,7 @@ static int __init mr_init(void)
 err_net:
 	mr_net_exit();
 err_wq:
+	mr_debugfs_exit();
 	destroy_workqueue(mr_wq);
 	return err;
 }
@@ -69,6 +71,7 @@ static void __exit mr_exit(void)
 	/* ...and every existing device goes, closing the last sockets. */
 	mr_dev_remove_all();
 	mr_net_exit();
+	mr_debugfs_exit();
 	destroy_workqueue(mr_wq);
 	/* Let receive callbacks that raced with the socket close finish. */
 	synchronize_rcu();

@@ -132,6 +132,8 @@ struct mr_dev {
 	u32 fs_ce[MR_FS_MAX];
 	u32 fs_share[MR_FS_MAX];
 	struct mr_peer *fs_peer[MR_FS_MAX];
+
+	struct dentry *debugfs;		/* debugfs.c */
 };
 
 static inline struct mr_dev *to_mr_dev(struct ib_device *ibdev)
@@ -188,6 +190,12 @@ struct rdma_hw_stats *mr_alloc_hw_port_stats(struct ib_device *ibdev,
 					     u32 port_num);
 int mr_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		    u32 port_num, int index);
+
+/* debugfs.c */
+void mr_debugfs_init(void);
+void mr_debugfs_exit(void);
+void mr_debugfs_add(struct mr_dev *dev);
+void mr_debugfs_remove(struct mr_dev *dev);
 
 /* sysfs.c */
 extern const struct attribute_group mr_attr_group;

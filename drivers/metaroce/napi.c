@@ -20,7 +20,14 @@
 #include "metaroce.h"
 
 /* Received packets waiting for the poll, at most. */
-#define MR_RXQ_MAX		4096
+#define MR_RXQ_MAX		1024
+/*
+ * Above this many waiting packets the receiving host itself is the
+ * bottleneck: packets are marked Congestion Experienced as a switch queue
+ * would mark them, so senders back off before the queue grows into
+ * milliseconds of delay (and before it overflows).
+ */
+#define MR_RXQ_MARK		64
 /* Send queues and peers served per poll before yielding. */
 #define MR_SERVICE_BUDGET	64
 /* Fair-share recomputation interval. */
@@ -53,6 +60,10 @@ void mr_napi_rx(struct mr_dev *dev, struct sk_buff *skb, bool ce)
 		mr_counter_add(dev->counters, MR_CNT_RX_DROP_BACKLOG, 1);
 		kfree_skb(skb);
 		return;
+	}
+	if (skb_queue_len(&dev->rxq) >= MR_RXQ_MARK && !ce) {
+		ce = true;
+		mr_counter_add(dev->counters, MR_CNT_RX_CE_MARKED, 1);
 	}
 	MR_SKB_CB(skb)->ce = ce;
 	skb_queue_tail(&dev->rxq, skb);

@@ -614,7 +614,7 @@ void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 			return;
 		}
 		slot = mr_rring_slot(&qp->rq, qp->rq.head);
-		memcpy(w, slot, sizeof(*slot) +
+		memcpy(&rw, slot, sizeof(*slot) +
 		       slot->num_sge * sizeof(struct ib_sge));
 		qp->rq.head++;
 		spin_unlock_irqrestore(&qp->rq_lock, flags);
@@ -782,8 +782,7 @@ static int mr_build_swqe(struct mr_ibqp *qp, struct mr_swqe *wqe,
 		wqe->tclass = ah->tclass;
 		wqe->remote_qpn = ud->remote_qpn;
 		/* A qkey with the high bit set means "use the QP's qkey". */
-		wqe->remote_qkey = (ud->remote_qkey & 0x80000000) &&
-				   qp->ibqp.qp_type != IB_QPT_GSI ?
+		wqe->remote_qkey = ud->remote_qkey & 0x80000000 ?
 				   qp->attr.qkey : ud->remote_qkey;
 	}
 	return 0;

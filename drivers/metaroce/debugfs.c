@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Live telemetry: /sys/kernel/debug/metaroce/<device>/peers shows, for
+ * every peer of the device, the connection's congestion state and, per
+ * path, its UDP source port, state, weight, RTT, ECN fraction, window and
+ * packet counts. Read while traffic runs; each peer is sampled under its
+ * lock.
+ */
+
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+
+#include "metaroce.h"
+
+static struct dentry *mr_debugfs_root;
+
+static const char *mr_path_state_name(const struct mr_path *p)
+{
+	switch (p->state) {
+	case MR_PATH_CONGESTED:
+		return "congested";
+	case MR_PATH_DEAD:
+		return p->una != p->nxt ? "probing" : "dead";
+	default:
+		return "good";
+	}
+}
+
+static void mr_peer_show(struct seq_file *m, struct mr_peer *peer)
+{
+	const struct mr_conn *c = &peer->conn;
+	u32 i;
+
+	spin_lock_bh(&peer->lock);
+	seq_printf(m, "peer %pI6c local %pI6c qps %u epoch %08x rx_epoch %08x\n",
+		   &peer->addr.remote, &peer->addr.local, peer->nqps, c->epoch,
+		   c->rx_epoch);
+	seq_printf(m, "  window %u inflight %u alpha %u hint_rx %u hint_tx %u slow_start %u dsn_una %08x dsn_nxt %08x rtx %u\n",
+		   c->wnd, c->inflight, c->alpha, c->rate_hint, c->hint_out,
+		   c->slow_start, c->dsn_una, c->dsn_nxt, c->rtx_cnt);
+	seq_puts(m, "  path sport state     weight srtt_us rttvar_us minrtt_us ecn_alpha cwnd inflight tx_pkts retx lost timeouts\n");
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *p = &c->path[i];
+
+		seq_printf(m, "  %4u %5u %-9s %6u %7u %9u %9u %9u %4u %8u %7llu %4llu %4llu %8llu\n",
+			   i, p->sport, mr_path_state_name(p), p->weight,
+			   p->srtt / 1000, p->rttvar / 1000, p->min_rtt / 1000,
+			   p->alpha, p->cwnd, p->inflight, p->tx_pkts, p->retx,
+			   p->lost, p->timeouts_total);
+	}
+	spin_unlock_bh(&peer->lock);
+}
+
+static int mr_peers_show(struct seq_file *m, void *unused)
+{
+	struct mr_dev *dev = m->private;
+	struct mr_peer *peer;
+	int b;
+
+	mutex_lock(&dev->peers_lock);
+	for (b = 0; b < MR_PEER_HASH; b++)
+		hlist_for_each_entry(peer, &dev->peers[b], node)
+			mr_peer_show(m, peer);
+	mutex_unlock(&dev->peers_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(mr_peers);
+
+void mr_debugfs_add(struct mr_dev *dev)
+{
+	if (!mr_debugfs_root)
+		return;
+	dev->debugfs = debugfs_create_dir(dev_name(&dev->ibdev.dev),
+					  mr_debugfs_root);
+	debugfs_create_file("peers", 0400, dev->debugfs, dev, &mr_peers_fops);
+}
+
+void mr_debugfs_remove(struct mr_dev *dev)
+{
+	debugfs_remove_recursive(dev->debugfs);
+	dev->debugfs = NULL;
+}
+
+void mr_debugfs_init(void)
+{
+	mr_debugfs_root = debugfs_create_dir(METAROCE_NAME, NULL);
+}
+
+void mr_debugfs_exit(void)
+{
+	debugfs_remove_recursive(mr_debugfs_root);
+	mr_debugfs_root = NULL;
+}
