@@ -12,7 +12,13 @@
 #include <linux/rtnetlink.h>
 #include <rdma/ib_mad.h>
 
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+
 #include "metaroce.h"
+
+static_assert(METAROCE_MTU_OVERHEAD ==
+	      sizeof(struct ipv6hdr) + sizeof(struct udphdr) + MR_DATA_HLEN_MAX);
 
 /* Largest IB MTU that leaves room for METAROCE_MTU_OVERHEAD. */
 enum ib_mtu mr_mtu_from_netdev(unsigned int netdev_mtu)

@@ -656,8 +656,22 @@ void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 
 /* ------------------------------------------------------------ post verbs */
 
-static int mr_copy_inline(struct mr_ibqp *qp, struct mr_swqe *wqe,
-			  const struct ib_send_wr *wr)
+/* Whether @wr's payload is to be copied into the work request. */
+static bool mr_wr_inline(const struct ib_send_wr *wr)
+{
+	return (wr->send_flags & IB_SEND_INLINE) &&
+	       (wr->opcode == IB_WR_SEND || wr->opcode == IB_WR_SEND_WITH_IMM ||
+		wr->opcode == IB_WR_SEND_WITH_INV ||
+		wr->opcode == IB_WR_RDMA_WRITE ||
+		wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM);
+}
+
+/*
+ * Gather an inline payload into @buf, before the send queue is locked: a
+ * user buffer may fault. Returns its length or a negative errno.
+ */
+static int mr_gather_inline(struct mr_ibqp *qp, const struct ib_send_wr *wr,
+			    u8 *buf)
 {
 	u32 i, off = 0;
 
@@ -667,19 +681,17 @@ static int mr_copy_inline(struct mr_ibqp *qp, struct mr_swqe *wqe,
 		if (sge->length > qp->max_inline - off)
 			return -EINVAL;
 		if (qp->ibqp.uobject) {
-			if (copy_from_user(wqe->data + off,
+			if (copy_from_user(buf + off,
 					   u64_to_user_ptr(sge->addr),
 					   sge->length))
 				return -EFAULT;
 		} else {
-			memcpy(wqe->data + off, (void *)(uintptr_t)sge->addr,
+			memcpy(buf + off, (void *)(uintptr_t)sge->addr,
 			       sge->length);
 		}
 		off += sge->length;
 	}
-	wqe->length = off;
-	wqe->inlined = true;
-	return 0;
+	return off;
 }
 
 static bool mr_opcode_ok(const struct mr_ibqp *qp, enum ib_wr_opcode op)
@@ -703,9 +715,9 @@ static bool mr_opcode_ok(const struct mr_ibqp *qp, enum ib_wr_opcode op)
 	}
 }
 
-/* Validate @wr and copy it into @wqe. */
+/* Validate @wr and copy it into @wqe; @inl holds a gathered inline payload. */
 static int mr_build_swqe(struct mr_ibqp *qp, struct mr_swqe *wqe,
-			 const struct ib_send_wr *wr)
+			 const struct ib_send_wr *wr, const u8 *inl, int inl_len)
 {
 	bool atomic = wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
 		      wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
@@ -742,19 +754,21 @@ static int mr_build_swqe(struct mr_ibqp *qp, struct mr_swqe *wqe,
 	if (wr->opcode == IB_WR_LOCAL_INV)
 		return 0;
 
-	if ((wr->send_flags & IB_SEND_INLINE) && !atomic &&
-	    wr->opcode != IB_WR_RDMA_READ)
-		return mr_copy_inline(qp, wqe, wr);
-
-	if (wr->num_sge > qp->max_send_sge)
-		return -EINVAL;
-	for (i = 0; i < wr->num_sge; i++) {
-		wqe->sge[i] = wr->sg_list[i];
-		len += wr->sg_list[i].length;
+	if (inl) {
+		memcpy(wqe->data, inl, inl_len);
+		wqe->inlined = true;
+		len = inl_len;
+	} else {
+		if (wr->num_sge > qp->max_send_sge)
+			return -EINVAL;
+		for (i = 0; i < wr->num_sge; i++) {
+			wqe->sge[i] = wr->sg_list[i];
+			len += wr->sg_list[i].length;
+		}
+		if (len > METAROCE_MAX_MSG_SIZE)
+			return -EINVAL;
+		wqe->num_sge = wr->num_sge;
 	}
-	if (len > METAROCE_MAX_MSG_SIZE)
-		return -EINVAL;
-	wqe->num_sge = wr->num_sge;
 	wqe->length = len;
 
 	if (atomic) {
@@ -820,21 +834,33 @@ int mr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-	spin_lock_irqsave(&qp->sq_lock, flags);
 	for (; wr; wr = wr->next) {
+		u8 inl[MR_MAX_INLINE];
+		int inl_len = 0;
 		struct mr_swqe *wqe;
 
+		if (mr_wr_inline(wr)) {
+			inl_len = mr_gather_inline(qp, wr, inl);
+			if (inl_len < 0) {
+				err = inl_len;
+				break;
+			}
+		}
+		spin_lock_irqsave(&qp->sq_lock, flags);
 		if (qp->sq.tail - qp->sq.head >= qp->sq.size) {
 			err = -ENOMEM;
-			break;
+		} else {
+			wqe = mr_sring_slot(&qp->sq, qp->sq.tail);
+			err = mr_build_swqe(qp, wqe, wr,
+					    mr_wr_inline(wr) ? inl : NULL,
+					    inl_len);
+			if (!err)
+				qp->sq.tail++;
 		}
-		wqe = mr_sring_slot(&qp->sq, qp->sq.tail);
-		err = mr_build_swqe(qp, wqe, wr);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		if (err)
 			break;
-		qp->sq.tail++;
 	}
-	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	if (err)
 		*bad_wr = wr;
 	mr_napi_kick_qp(qp);

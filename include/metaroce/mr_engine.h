@@ -109,6 +109,7 @@ struct mr_rpath {
 	u32 base;		/* every psn before base received/abandoned */
 	u32 bitmap[MR_PATH_WND / 32];	/* bit i: psn base + i received */
 	u32 tsval;		/* newest tsval seen */
+	u32 hi;			/* highest psn seen + 1 */
 	u16 ce_cnt;
 	u16 rx_cnt;
 	u8 active;
@@ -173,6 +174,8 @@ enum mr_stat {
 	MR_ST_RX_PLACED,	/* data segments placed */
 	MR_ST_MSG_DONE_TX,	/* requester messages completed */
 	MR_ST_MSG_DONE_RX,	/* responder messages completed */
+	MR_ST_TX_RESETS,	/* RESETs sent (a sender's epoch unknown) */
+	MR_ST_RX_RESETS,	/* RESETs received: epoch announced again */
 	MR_ST_MAX
 };
 
@@ -404,6 +407,9 @@ struct mr_qp {
 	u8 rd_out;		/* READ/atomic not yet complete */
 	u8 rnr_left;
 	u8 rnr_wait;
+	u8 nak_pend;		/* a NAK waits for older completions */
+	u8 nak_pend_status;	/* enum mr_wc_status it delivers */
+	u32 nak_pend_msn;
 	u32 rnr_msn;		/* first message to resend after RNR */
 	u64 rnr_until;
 	u64 last_progress;
@@ -416,6 +422,7 @@ struct mr_qp {
 	u8 rq_gen;
 	u8 rnr_nak;		/* refusing messages >= nak_msn (RNR) */
 	u8 fatal;		/* fatal NAK pending at nak_msn */
+	u8 fatal_drain;		/* reported; failing once responses are out */
 	u8 nak_status;		/* enum mr_qp_status */
 	u32 nak_msn;
 	u32 rnr_timer;		/* code sent in RNR NAKs */
@@ -451,6 +458,7 @@ struct mr_conn {
 	u32 round_acked;
 	u32 round_pkts;
 	u32 round_ce;
+	u32 round_peak;		/* most bytes in flight this round */
 	u64 next_tx;		/* pacing: earliest next send */
 	u64 next_sweep;
 	u64 idle_since;
@@ -460,8 +468,9 @@ struct mr_conn {
 
 	/* receive half */
 	u32 rx_epoch;		/* 0 until the peer's first SYN */
-	u32 dsn_cum;
-	u32 dsn_bits[MR_DSN_WND / 32];
+	u32 reset_epoch;	/* unknown sender epoch to send a RESET for */
+	u32 dsn_cum;		/* every DSN before this was processed */
+	u32 dsn_bits[MR_DSN_WND / 32];	/* ring: bit dsn % MR_DSN_WND */
 	u64 rx_last;
 	u32 ack_pending;	/* packets not yet acknowledged */
 	u8 ack_now;

@@ -119,9 +119,56 @@ static void read_atomic_test(u32 loss_ppm, const char *name)
 	h_net_free(n);
 }
 
+/*
+ * Host B restarts (a new connection object, new epoch, new QP) while host
+ * A's connection lives on with its SYN long cleared: B answers A's
+ * packets with RESET, A announces its epoch again (SYN with its data
+ * base) and the transfer completes.
+ */
+static void restart_test(u32 loss_ppm, const char *name)
+{
+	struct h_net *n = net(loss_ppm, 0x7000, 0x9000);
+	struct h_host *b = &n->host[1];
+	struct mr_qp_attr a;
+	struct mr_conn_cfg cfg;
+	struct mr_qp *qa = &n->host[0].qps[0].qp, *qb = &b->qps[0].qp;
+	int k, ok;
+
+	h_connect(n, 0, 100, 200);
+	fill(n, 0, 0, 65536, 3);
+	h_post(n, 0, 0, MR_WR_WRITE, 0, 65536, 4u << 20, 0);
+	ok = h_run(n, 10 * SEC) == 0 && !n->host[0].conn.syn;
+	/* B comes back with nothing: new epoch, its QP connected afresh. */
+	mr_qp_detach(qb);
+	cfg = b->conn.cfg;
+	if (mr_conn_init(&b->conn, &cfg, b->segs, &h_ops, b, 0xb0b0, 77,
+			 n->now))
+		abort();
+	a = qb->attr;
+	a.rq_psn = qa->sq_nxt;
+	a.sq_psn = qa->attr.rq_psn + 0;
+	mr_qp_init(qb, qb->qpn);
+	if (mr_qp_connect(qb, &b->conn, &a, n->now) ||
+	    mr_qp_rts(qb, &a, n->now))
+		abort();
+	fill(n, 0, 65536, 65536, 4);
+	k = h_post(n, 0, 0, MR_WR_WRITE, 65536, 65536, (4u << 20) + 65536, 0);
+	ok = ok && h_run(n, 10 * SEC) == 0 &&
+	     n->host[0].wrs[k].cqe.status == MR_WC_OK;
+	tap_ok(ok && b->conn.stats[MR_ST_TX_RESETS] &&
+	       n->host[0].conn.stats[MR_ST_RX_RESETS] &&
+	       b->conn.rx_epoch == n->host[0].conn.epoch,
+	       "%s: a restarted receiver resynchronises the sender (RESETs %llu/%llu)",
+	       name, (unsigned long long)b->conn.stats[MR_ST_TX_RESETS],
+	       (unsigned long long)n->host[0].conn.stats[MR_ST_RX_RESETS]);
+	tap_ok(same(n, 0, 65536, 1, (4u << 20) + 65536, 65536),
+	       "%s: data after the restart intact", name);
+	h_net_free(n);
+}
+
 int main(void)
 {
-	tap_plan(14);
+	tap_plan(18);
 	write_test(0, 1u << 20, "write 1MiB lossless");
 	write_test(10000, 1u << 20, "write 1MiB 1% loss");
 	write_test(100000, 1u << 20, "write 1MiB 10% loss");
@@ -130,5 +177,7 @@ int main(void)
 	read_atomic_test(0, "read/atomic lossless");
 	read_atomic_test(50000, "read/atomic 5% loss");
 	read_atomic_test(200000, "read/atomic 20% loss");
+	restart_test(0, "restart");
+	restart_test(50000, "restart 5% loss");
 	return tap_done();
 }

@@ -36,7 +36,7 @@
 static const u8 all_ops[] = {
 	MR_OP_WRITE, MR_OP_SEND, MR_OP_READ_REQ, MR_OP_READ_RESP,
 	MR_OP_CMP_SWAP, MR_OP_FETCH_ADD, MR_OP_ATOMIC_RESP, MR_OP_NOP,
-	MR_OP_PROBE, MR_OP_ACK, MR_OP_ACK_REQ, MR_OP_UD_SEND,
+	MR_OP_PROBE, MR_OP_ACK, MR_OP_ACK_REQ, MR_OP_RESET, MR_OP_UD_SEND,
 };
 
 #define NOPS (sizeof(all_ops) / sizeof(all_ops[0]))
@@ -143,6 +143,10 @@ static void mk(struct mr_hdr *h, u8 op, u16 flags)
 		h->imm = 0x01020304;
 	if (flags & MR_F_INV)
 		h->inv_rkey = 0x05060708;
+	if (flags & MR_F_SYN)
+		h->syn_dsn = 0x0badf00d;
+	if (op == MR_OP_RESET)
+		h->reset_epoch = 0x55667788;
 }
 
 static int hdr_eq(const struct mr_hdr *a, const struct mr_hdr *b)
@@ -158,6 +162,7 @@ static int hdr_eq(const struct mr_hdr *a, const struct mr_hdr *b)
 	       a->ssn == b->ssn && a->imm == b->imm &&
 	       a->inv_rkey == b->inv_rkey && a->swap_add == b->swap_add &&
 	       a->compare == b->compare && a->orig == b->orig &&
+	       a->syn_dsn == b->syn_dsn && a->reset_epoch == b->reset_epoch &&
 	       a->qkey == b->qkey;
 }
 
@@ -456,7 +461,7 @@ static void test_version_opcode(void)
 		}
 	}
 	tap_ok(!bad && known == NOPS,
-	       "the 244 unknown opcodes are BAD_OPCODE, the 12 known are not");
+	       "the 243 unknown opcodes are BAD_OPCODE, the 13 known are not");
 }
 
 static void test_flags(void)
@@ -1092,9 +1097,14 @@ static void test_hlen_table(void)
 	int bad = 0;
 
 	bad += mr_wire_hlen(MR_OP_WRITE, 0) != 60;
-	bad += mr_wire_hlen(MR_OP_WRITE, MR_F_IMM) != MR_DATA_HLEN_MAX;
+	bad += mr_wire_hlen(MR_OP_WRITE, MR_F_IMM) != 64;
+	bad += mr_wire_hlen(MR_OP_WRITE, MR_F_IMM | MR_F_SYN) !=
+	       MR_DATA_HLEN_MAX;
+	bad += mr_wire_hlen(MR_OP_READ_RESP, MR_F_SYN) != 48;
 	bad += mr_wire_hlen(MR_OP_SEND, MR_F_INV) != 52;
-	bad += mr_wire_hlen(MR_OP_CMP_SWAP, 0) != MR_HLEN_MAX;
+	bad += mr_wire_hlen(MR_OP_CMP_SWAP, 0) != 76;
+	bad += mr_wire_hlen(MR_OP_CMP_SWAP, MR_F_SYN) != MR_HLEN_MAX;
+	bad += mr_wire_hlen(MR_OP_RESET, 0) != 24;
 	bad += mr_wire_hlen(MR_OP_NOP, 0) != 44;
 	bad += mr_wire_hlen(MR_OP_PROBE, 0) != 20;
 	bad += mr_wire_hlen(MR_OP_ACK, 0) != 36;

@@ -140,12 +140,15 @@ static int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
 	if (mr_op_sequenced(h->opcode)) {
 		h->path = (u8)path;
 		h->psn = c->path[path].nxt;
-		if (c->syn)
+		if (c->syn) {
 			h->flags |= MR_F_SYN;
+			h->syn_dsn = c->dsn_una;
+		}
 	}
 	hlen = mr_wire_encode(buf, sizeof(buf), h);
+	/* Cannot happen for what the engine builds; never retry it. */
 	if (hlen < 0)
-		return hlen;
+		return MR_XMIT_GONE;
 	memset(&pkt, 0, sizeof(pkt));
 	pkt.hdr = buf;
 	pkt.hlen = (u32)hlen;
@@ -377,8 +380,11 @@ int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 						       before);
 		}
 	}
-	if (sent)
+	if (sent) {
 		c->idle_since = now;
+		if (c->inflight > c->round_peak)
+			c->round_peak = c->inflight;
+	}
 	return sent;
 }
 
@@ -429,6 +435,7 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 		       u64 now)
 {
 	u32 f, cut;
+	int limited;
 
 	(void)now;
 	c->round_acked += acked;
@@ -436,6 +443,13 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 	c->round_ce += ce;
 	if (c->round_acked < c->round_target)
 		return;
+	/*
+	 * A round is about one round trip: the data in flight when it began.
+	 * The window only grows if the sender used at least half of it in
+	 * the round (RFC 7661): otherwise an application- or table-limited
+	 * sender would grow a window it never tests.
+	 */
+	limited = c->round_peak >= c->wnd / 2;
 
 	f = c->round_pkts ? mr_min32(c->round_ce, c->round_pkts) * 1024 /
 			    c->round_pkts : 0;
@@ -448,6 +462,8 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 		cut = (u32)((u64)c->wnd * mr_max32(c->alpha, 64) / 2048);
 		c->wnd -= cut;
 		c->slow_start = 0;
+	} else if (!limited) {
+		/* Not window-limited: keep the window. */
 	} else if (c->slow_start) {
 		c->wnd += c->round_acked;
 	} else if (c->rate_hint && c->wnd < mr_hint_cap(c)) {
@@ -458,6 +474,7 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 	}
 	mr_conn_clamp(c);
 	c->round_target = c->wnd;
+	c->round_peak = c->inflight;
 	c->round_acked = 0;
 	c->round_pkts = 0;
 	c->round_ce = 0;
@@ -466,10 +483,10 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 
 /* Receive half */
 
-static void mr_rx_reset(struct mr_conn *c, u32 epoch)
+static void mr_rx_reset(struct mr_conn *c, u32 epoch, u32 base)
 {
 	c->rx_epoch = epoch;
-	c->dsn_cum = epoch;
+	c->dsn_cum = base;
 	memset(c->dsn_bits, 0, sizeof(c->dsn_bits));
 	memset(c->rpath, 0, sizeof(c->rpath));
 	c->ack_pending = 0;
@@ -477,17 +494,24 @@ static void mr_rx_reset(struct mr_conn *c, u32 epoch)
 	c->ack_deadline = MR_U64_MAX;
 }
 
+/*
+ * The DSN window is a ring: DSN d is bit d % MR_DSN_WND, meaningful for
+ * dsn_cum <= d < dsn_cum + MR_DSN_WND. Settling the oldest DSNs clears
+ * their bits as dsn_cum passes them, so nothing is ever shifted.
+ */
+static int mr_dsn_seen(const struct mr_conn *c, u32 dsn)
+{
+	return mr_bit_test(c->dsn_bits, dsn % MR_DSN_WND);
+}
+
 static void mr_dsn_done(struct mr_conn *c, u32 dsn)
 {
-	u32 d = dsn - c->dsn_cum, n;
-
-	if (d >= MR_DSN_WND)
+	if (dsn - c->dsn_cum >= MR_DSN_WND)
 		return;
-	mr_bit_set(c->dsn_bits, d);
-	n = mr_bitmap_ones(c->dsn_bits, MR_DSN_WND / 32);
-	if (n) {
-		mr_bitmap_shift(c->dsn_bits, MR_DSN_WND / 32, n);
-		c->dsn_cum += n;
+	mr_bit_set(c->dsn_bits, dsn % MR_DSN_WND);
+	while (mr_dsn_seen(c, c->dsn_cum)) {
+		mr_bit_clear(c->dsn_bits, c->dsn_cum % MR_DSN_WND);
+		c->dsn_cum++;
 	}
 }
 
@@ -528,6 +552,38 @@ static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_ack *ack,
 	rx->action = MR_RXA_NONE;
 }
 
+/*
+ * The peer does not know our epoch (it restarted or dropped its state):
+ * announce our data window again with SYN, and resend what is in flight,
+ * which it dropped.
+ */
+static void mr_conn_rx_reset_req(struct mr_conn *c, const struct mr_hdr *h,
+				 u64 now, struct mr_rx *rx)
+{
+	if (h->reset_epoch != c->epoch) {
+		mr_drop(c, rx, MR_DROP_EPOCH);
+		return;
+	}
+	mr_stat(c, MR_ST_RX_RESETS, 1);
+	if (!c->syn) {
+		c->syn = 1;
+		mr_paths_requeue(c);
+	}
+	rx->action = MR_RXA_NONE;
+}
+
+static void mr_send_reset(struct mr_conn *c, u64 now)
+{
+	struct mr_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_RESET;
+	h.reset_epoch = c->reset_epoch;
+	if (!mr_conn_send_ctrl(c, &h, -1, now))
+		mr_stat(c, MR_ST_TX_RESETS, 1);
+	c->reset_epoch = 0;
+}
+
 void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 		const struct mr_ack *ack, int ce, u64 now, struct mr_rx *rx)
 {
@@ -546,13 +602,27 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 		return;
 	}
 
+	if (h->opcode == MR_OP_RESET) {
+		mr_conn_rx_reset_req(c, h, now, rx);
+		return;
+	}
 	if (h->epoch != c->rx_epoch) {
 		if (!(h->flags & MR_F_SYN) || !mr_op_sequenced(h->opcode) ||
 		    (c->rx_epoch && now - c->rx_last < c->cfg.epoch_quiet_ns)) {
+			/*
+			 * A sender we have no state for (we restarted, or
+			 * forgot it): ask it to resynchronise. Not for SYNs
+			 * held back by the quiet time: they resend anyway.
+			 */
+			if (!(h->flags & MR_F_SYN) && mr_op_sequenced(h->opcode)) {
+				c->reset_epoch = h->epoch;
+				c->ack_now = 1;
+			}
 			mr_drop(c, rx, MR_DROP_EPOCH);
 			return;
 		}
-		mr_rx_reset(c, h->epoch);
+		/* PROBE has no DSN: its syn_dsn is the sender's dsn_una too. */
+		mr_rx_reset(c, h->epoch, h->syn_dsn);
 	}
 	c->rx_last = now;
 	c->rx_meter_bytes += (u64)h->hlen + h->plen;
@@ -584,7 +654,7 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 	}
 
 	d = h->dsn - c->dsn_cum;
-	if ((s32)d < 0 || (d < MR_DSN_WND && mr_bit_test(c->dsn_bits, d))) {
+	if ((s32)d < 0 || (d < MR_DSN_WND && mr_dsn_seen(c, h->dsn))) {
 		mr_drop(c, rx, MR_DROP_DUP);
 		return;
 	}
@@ -677,6 +747,8 @@ static void mr_send_acks(struct mr_conn *c, u64 now)
 
 void mr_conn_rx_flush(struct mr_conn *c, u64 now)
 {
+	if (c->reset_epoch)
+		mr_send_reset(c, now);
 	if (!c->rx_epoch)
 		return;
 	if (!c->ack_now && c->ack_pending < c->cfg.ack_every &&

@@ -113,6 +113,8 @@ void mr_path_timeouts(struct mr_conn *c, u64 now);
 u64 mr_path_next_timer(const struct mr_conn *c);
 void mr_path_repick(struct mr_conn *c, struct mr_path *p);
 void mr_paths_rebalance(struct mr_conn *c);
+/* Queue everything in flight for retransmission (peer lost it). */
+void mr_paths_requeue(struct mr_conn *c);
 /* receive side */
 int mr_rpath_rx(struct mr_conn *c, const struct mr_hdr *h, int ce, u64 now);
 

@@ -72,6 +72,9 @@ u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p)
 {
 	u64 rto;
 
+	/* A dead path's outstanding packet is a probe: it has its own pace. */
+	if (p->state == MR_PATH_DEAD)
+		return c->cfg.probe_ns;
 	if (!p->srtt)
 		rto = c->cfg.rto_init_ns;
 	else
@@ -253,7 +256,11 @@ static void mr_path_ecn(struct mr_conn *c, struct mr_path *p, u32 dce,
 			}
 		}
 	} else if (acked_pkts) {
-		u32 w = p->weight + mr_max32(acked_pkts * MR_WEIGHT_ONE / 128, 1);
+		/*
+		 * Additive increase of one 1/1024 per packet: slow enough that
+		 * once-per-RTT cuts by alpha/2 can hold a congested path down.
+		 */
+		u32 w = p->weight + acked_pkts;
 
 		p->weight = (u16)mr_min32(w, MR_WEIGHT_ONE);
 		if (p->alpha < mr_congested_alpha(c) / 2)
@@ -336,10 +343,15 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		dce = (u16)(ap->ce_cnt - p->ce_seen);
 		drx = (u16)(ap->rx_cnt - p->rx_seen);
 	}
-	p->ce_seen = ap->ce_cnt;
-	p->rx_seen = ap->rx_cnt;
-	p->echo_valid = 1;
-	mr_path_ecn(c, p, dce, drx, acked, now);
+	/* A block older than one already seen (ACKs reorder) says nothing. */
+	if (!p->echo_valid || (s16)(ap->rx_cnt - p->rx_seen) >= 0) {
+		p->ce_seen = ap->ce_cnt;
+		p->rx_seen = ap->rx_cnt;
+		p->echo_valid = 1;
+		mr_path_ecn(c, p, dce, drx, acked, now);
+	} else {
+		dce = 0;
+	}
 
 	if (progress || dce)
 		mr_conn_cc_on_ack(c, bytes, acked, dce, now);
@@ -387,6 +399,11 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 				if (mr_slot_out(p, psn))
 					mr_slot_lost(c, p, i, psn, 1);
 			mr_path_advance(p);
+			if (p->state == MR_PATH_DEAD) {
+				/* A lost probe: the next one may go at once. */
+				p->next_probe = now;
+				goto probe;
+			}
 			p->timeouts_total++;
 			if (p->timeouts < 255)
 				p->timeouts++;
@@ -404,6 +421,7 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 			}
 			changed = 1;
 		}
+probe:
 		if (p->state == MR_PATH_DEAD && now >= p->next_probe) {
 			p->next_probe = now + c->cfg.probe_ns;
 			if (!mr_path_has_out(p))
@@ -412,6 +430,20 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 	}
 	if (changed)
 		mr_paths_rebalance(c);
+}
+
+void mr_paths_requeue(struct mr_conn *c)
+{
+	u32 i, psn;
+
+	for (i = 0; i < c->npaths; i++) {
+		struct mr_path *p = &c->path[i];
+
+		for (psn = p->una; psn != p->nxt; psn++)
+			if (mr_slot_out(p, psn))
+				mr_slot_lost(c, p, i, psn, 1);
+		mr_path_advance(p);
+	}
 }
 
 u64 mr_path_next_timer(const struct mr_conn *c)
@@ -465,7 +497,13 @@ int mr_rpath_rx(struct mr_conn *c, const struct mr_hdr *h, int ce, u64 now)
 	if (!rp->active) {
 		memset(rp, 0, sizeof(*rp));
 		rp->active = 1;
-		rp->base = c->rx_epoch;
+		/*
+		 * Paths start at the epoch; a receiver that adopted the epoch
+		 * late (RESET) starts at what it first sees.
+		 */
+		rp->base = h->psn - c->rx_epoch < MR_PATH_WND ? c->rx_epoch :
+								h->psn;
+		rp->hi = rp->base;
 	}
 	rp->rx_cnt++;
 	if (ce) {
@@ -496,8 +534,14 @@ int mr_rpath_rx(struct mr_conn *c, const struct mr_hdr *h, int ce, u64 now)
 		mr_bitmap_shift(rp->bitmap, MR_PATH_WND / 32, n);
 		rp->base += n;
 	}
-	/* A hole before this packet: tell the sender now. */
-	if (d > 0 && d >= n)
+	/*
+	 * A new hole (a packet beyond the highest seen + 1): tell the sender
+	 * now. Not again for every later packet: the hole stays (its packet
+	 * is resent under another psn) until the window moves past it.
+	 */
+	if (mr_seq_lt(rp->hi, h->psn))
 		c->ack_now = 1;
+	if (!mr_seq_lt(h->psn, rp->hi))
+		rp->hi = h->psn + 1;
 	return 0;
 }

@@ -95,6 +95,8 @@ static void mr_qp_activate(struct mr_qp *qp)
 		mr_list_add_tail(&qp->active_node, &qp->conn->active);
 }
 
+static void mr_qp_fatal_fail(struct mr_qp *qp);
+
 void mr_qp_init(struct mr_qp *qp, u32 qpn)
 {
 	memset(qp, 0, sizeof(*qp));
@@ -248,6 +250,9 @@ int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now)
 		if (r->sent >= r->len) {
 			qp->resp_head = (qp->resp_head + 1) % MR_MAX_RD_ATOMIC;
 			qp->resp_cnt--;
+			if (!qp->resp_cnt && qp->fatal_drain &&
+			    qp->state != MR_QP_ERR)
+				mr_qp_fatal_fail(qp);
 		}
 		return 1;
 	}
@@ -299,7 +304,9 @@ int mr_qp_fill_hdr(struct mr_qp *qp, const struct mr_seg *s, struct mr_hdr *h)
 	h->offset = s->offset;
 	h->plen = (u16)s->len;
 	if (s->kind == MR_SEG_RESP || s->kind == MR_SEG_ARESP) {
-		if (qp->state == MR_QP_ERR)
+		/* After a fatal error only responses older than it still go. */
+		if (qp->state == MR_QP_ERR &&
+		    !(qp->fatal && mr_msn_lt(s->msn, qp->nak_msn)))
 			return -1;
 		h->opcode = s->opcode;
 		h->msg_len = s->total;
@@ -361,7 +368,21 @@ static void mr_qp_emit(struct mr_qp *qp, struct mr_msg *m, u8 status)
 }
 
 /* Report completed messages in order, oldest first. */
+static void mr_qp_fail(struct mr_qp *qp, u8 status, u64 now);
+static void mr_qp_complete_ok(struct mr_qp *qp, u64 now, int *anyp);
+
 static void mr_qp_complete(struct mr_qp *qp, u64 now)
+{
+	int any = 0;
+
+	mr_qp_complete_ok(qp, now, &any);
+	/* A NAK reported for a message is delivered when it is the oldest. */
+	if (qp->nak_pend && qp->sq_una == qp->nak_pend_msn &&
+	    qp->state != MR_QP_ERR)
+		mr_qp_fail(qp, qp->nak_pend_status, now);
+}
+
+static void mr_qp_complete_ok(struct mr_qp *qp, u64 now, int *anyp)
 {
 	int any = 0;
 
@@ -377,7 +398,11 @@ static void mr_qp_complete(struct mr_qp *qp, u64 now)
 		m->state = MR_MSG_FREE;
 		qp->sq_una = (qp->sq_una + 1) & MR_MSN_MASK;
 		any = 1;
+		/* Nothing completes past a message a NAK failed. */
+		if (qp->nak_pend && qp->sq_una == qp->nak_pend_msn)
+			break;
 	}
+	*anyp = any;
 	if (!any)
 		return;
 	/* As IB: the RNR retry count is per request, not per QP life. */
@@ -398,8 +423,10 @@ static void mr_qp_fail_cause(struct mr_qp *qp, u8 status, u8 cause, u64 now)
 {
 	struct mr_conn *c = qp->conn;
 	u8 st = status;
+	int any;
 
-	mr_qp_complete(qp, now);
+	qp->nak_pend = 0;
+	mr_qp_complete_ok(qp, now, &any);
 	while (qp->sq_una != qp->sq_nxt) {
 		struct mr_msg *m = mr_sq_msg(qp, qp->sq_una);
 
@@ -585,7 +612,8 @@ static void mr_rq_advance(struct mr_conn *c, struct mr_qp *qp)
 	}
 	if (moved)
 		mr_conn_mark_dirty(c, qp);
-	if (qp->fatal && qp->rq_msn == qp->nak_msn && qp->state != MR_QP_ERR) {
+	if (qp->fatal && qp->rq_msn == qp->nak_msn && qp->state != MR_QP_ERR &&
+	    !qp->fatal_drain) {
 		struct mr_rmsg *r = &qp->rq[qp->rq_msn % MR_MSG_WND];
 
 		/* A receive the failed message consumed completes in error. */
@@ -594,11 +622,23 @@ static void mr_rq_advance(struct mr_conn *c, struct mr_qp *qp)
 				   MR_WC_LOC_LEN_ERR : MR_WC_LOC_PROT_ERR);
 		mr_conn_mark_dirty(c, qp);
 		c->ack_now = 1;
-		mr_qp_fail_cause(qp, MR_WC_WR_FLUSH_ERR,
-				 qp->nak_status == MR_QPS_REM_ACCESS ?
-				 MR_WC_REM_ACCESS_ERR : MR_WC_REM_INV_REQ_ERR,
-				 qp->last_progress);
+		/*
+		 * Responses to older READs and atomics go out first, as on an
+		 * in-order link: the QP fails once they are all sent.
+		 */
+		qp->fatal_drain = 1;
+		if (!qp->resp_cnt)
+			mr_qp_fatal_fail(qp);
 	}
+}
+
+/* The responder's fatal error, once its older responses are out. */
+static void mr_qp_fatal_fail(struct mr_qp *qp)
+{
+	mr_qp_fail_cause(qp, MR_WC_WR_FLUSH_ERR,
+			 qp->nak_status == MR_QPS_REM_ACCESS ?
+			 MR_WC_REM_ACCESS_ERR : MR_WC_REM_INV_REQ_ERR,
+			 qp->last_progress);
 }
 
 static void mr_rq_reset_from(struct mr_qp *qp, u32 msn)
@@ -977,9 +1017,19 @@ void mr_qp_on_ack_block(struct mr_qp *qp, const struct mr_ack_qp *aq, u64 now)
 			    m->state == MR_MSG_SENT)
 				m->state = MR_MSG_DONE;
 		}
-		mr_qp_fail(qp, aq->status == MR_QPS_REM_ACCESS ?
-			   MR_WC_REM_ACCESS_ERR : aq->status == MR_QPS_REM_OP ?
-			   MR_WC_REM_OP_ERR : MR_WC_REM_INV_REQ_ERR, now);
+		/*
+		 * Everything older completed at the responder; READ and atomic
+		 * responses may still be on their way: complete in order and
+		 * fail the QP when the failed message is the oldest.
+		 */
+		if (qp->nak_pend && !mr_msn_lt(aq->msn, qp->nak_pend_msn))
+			return;
+		qp->nak_pend = 1;
+		qp->nak_pend_msn = aq->msn;
+		qp->nak_pend_status = aq->status == MR_QPS_REM_ACCESS ?
+			MR_WC_REM_ACCESS_ERR : aq->status == MR_QPS_REM_OP ?
+			MR_WC_REM_OP_ERR : MR_WC_REM_INV_REQ_ERR;
+		mr_qp_complete(qp, now);
 		return;
 	}
 }

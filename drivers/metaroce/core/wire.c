@@ -33,16 +33,15 @@ static u16 mr_flags_allowed(u8 op)
 	}
 }
 
-u32 mr_wire_hlen(u8 op, u16 flags)
+/* Fixed header length of an opcode, without the optional words. */
+static u32 mr_wire_fixed_hlen(u8 op)
 {
-	u32 ext = (flags & (MR_F_IMM | MR_F_INV)) ? 4 : 0;
-
 	switch (op) {
 	case MR_OP_WRITE:
 	case MR_OP_READ_REQ:
-		return MR_BASE_HLEN + MR_RC_HLEN + MR_RETH_LEN + ext;
+		return MR_BASE_HLEN + MR_RC_HLEN + MR_RETH_LEN;
 	case MR_OP_SEND:
-		return MR_BASE_HLEN + MR_RC_HLEN + 4 + ext;
+		return MR_BASE_HLEN + MR_RC_HLEN + 4;
 	case MR_OP_READ_RESP:
 	case MR_OP_NOP:
 		return MR_BASE_HLEN + MR_RC_HLEN;
@@ -58,11 +57,27 @@ u32 mr_wire_hlen(u8 op, u16 flags)
 		return MR_BASE_HLEN + MR_ACKH_LEN;	/* without blocks */
 	case MR_OP_ACK_REQ:
 		return MR_BASE_HLEN + MR_ACKREQ_HLEN;
+	case MR_OP_RESET:
+		return MR_BASE_HLEN + 4;
 	case MR_OP_UD_SEND:
-		return MR_BASE_HLEN + MR_UD_HLEN + ext;
+		return MR_BASE_HLEN + MR_UD_HLEN;
 	default:
 		return 0;
 	}
+}
+
+u32 mr_wire_hlen(u8 op, u16 flags)
+{
+	u32 len = mr_wire_fixed_hlen(op);
+
+	if (!len)
+		return 0;
+	/* Optional words, in this order: IMM or INV, then SYN's syn_dsn. */
+	if (flags & (MR_F_IMM | MR_F_INV))
+		len += 4;
+	if (flags & MR_F_SYN)
+		len += 4;
+	return len;
 }
 
 static int mr_op_has_payload(u8 op)
@@ -321,11 +336,19 @@ int mr_wire_decode(const u8 *buf, u32 len, struct mr_hdr *h,
 		if (mr_get32(p + 12))
 			return -MR_DROP_BAD_FIELD;
 		p += MR_UD_HLEN;
+	} else if (h->opcode == MR_OP_RESET) {
+		h->reset_epoch = mr_get32(p);
+		if (!h->reset_epoch)
+			return -MR_DROP_BAD_FIELD;
 	}
 	if (h->flags & MR_F_IMM)
 		h->imm = mr_get32(p);
 	else if (h->flags & MR_F_INV)
 		h->inv_rkey = mr_get32(p);
+	if (h->flags & (MR_F_IMM | MR_F_INV))
+		p += 4;
+	if (h->flags & MR_F_SYN)
+		h->syn_dsn = mr_get32(p);
 	return (int)hlen;
 }
 
@@ -415,11 +438,19 @@ int mr_wire_encode(u8 *buf, u32 size, const struct mr_hdr *h)
 		mr_put32(p + 8, h->qkey);
 		mr_put32(p + 12, 0);
 		p += MR_UD_HLEN;
+	} else if (h->opcode == MR_OP_RESET) {
+		if (!h->reset_epoch)
+			return -MR_DROP_BAD_FIELD;
+		mr_put32(p, h->reset_epoch);
 	}
 	if (h->flags & MR_F_IMM)
 		mr_put32(p, h->imm);
 	else if (h->flags & MR_F_INV)
 		mr_put32(p, h->inv_rkey);
+	if (h->flags & (MR_F_IMM | MR_F_INV))
+		p += 4;
+	if (h->flags & MR_F_SYN)
+		mr_put32(p, h->syn_dsn);
 	return (int)hlen;
 }
 
@@ -531,6 +562,7 @@ const char *mr_op_name(u8 op)
 	case MR_OP_PROBE: return "PROBE";
 	case MR_OP_ACK: return "ACK";
 	case MR_OP_ACK_REQ: return "ACK_REQ";
+	case MR_OP_RESET: return "RESET";
 	case MR_OP_UD_SEND: return "UD_SEND";
 	default: return "?";
 	}
