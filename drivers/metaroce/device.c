@@ -117,13 +117,17 @@ static int mr_dev_setup(struct mr_dev *dev, struct net_device *ndev)
 	 * (busy-polling applications, virtual machines): a spurious timeout
 	 * costs a duplicate, a late one only a tail loss's recovery.
 	 */
-	dev->conn_cfg.rto_min_ns = 4 * NSEC_PER_MSEC;
-	dev->conn_cfg.rto_init_ns = 20 * NSEC_PER_MSEC;
+	dev->conn_cfg.npaths = mr_param_paths;
+	dev->conn_cfg.rto_min_ns = mr_param_rto_min_us * NSEC_PER_USEC;
+	dev->conn_cfg.rto_init_ns = max_t(u32, 20 * NSEC_PER_MSEC,
+					  dev->conn_cfg.rto_min_ns);
+	dev->conn_cfg.rto_max_ns = max_t(u32, dev->conn_cfg.rto_max_ns,
+					 dev->conn_cfg.rto_min_ns);
 	dev->conn_cfg.probe_ns = 10 * NSEC_PER_MSEC;
 	do {
 		dev->ud_epoch = get_random_u32();
 	} while (!dev->ud_epoch);
-	mr_fs_init(&dev->fs, METAROCE_DEFAULT_RX_MBPS);
+	mr_fs_init(&dev->fs, mr_param_rx_capacity_mbps);
 
 	dev->counters = alloc_percpu(struct mr_counters);
 	if (!dev->counters)

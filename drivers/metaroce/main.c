@@ -16,6 +16,22 @@ module_param_named(udp_port, mr_udp_port, ushort, 0444);
 MODULE_PARM_DESC(udp_port,
 		 "UDP port of the MetaRoCE transport (default 4797; 0, 4791 and 4793 are refused)");
 
+/*
+ * Defaults for new devices; each device's own values are tunable in
+ * /sys/class/infiniband/DEV/metaroce/ (Documentation/admin-guide.rst).
+ */
+unsigned int mr_param_paths = 8;
+module_param_named(paths, mr_param_paths, uint, 0444);
+MODULE_PARM_DESC(paths, "Paths (UDP source ports) per connection, 1-16 (default 8)");
+
+unsigned int mr_param_rto_min_us = 4000;
+module_param_named(rto_min_us, mr_param_rto_min_us, uint, 0444);
+MODULE_PARM_DESC(rto_min_us, "Floor of a path's retransmission timeout in microseconds (default 4000)");
+
+unsigned int mr_param_rx_capacity_mbps = METAROCE_DEFAULT_RX_MBPS;
+module_param_named(rx_capacity_mbps, mr_param_rx_capacity_mbps, uint, 0444);
+MODULE_PARM_DESC(rx_capacity_mbps, "Receive capacity the fair share divides among senders, Mbit/s (default 10000)");
+
 /* Deferred device unregistration; drained before the module goes away. */
 struct workqueue_struct *mr_wq;
 
@@ -32,6 +48,12 @@ static int __init mr_init(void)
 	if (!mr_udp_port_valid(mr_udp_port)) {
 		pr_err("udp_port=%u is not allowed (0, 4791 and 4793 are refused)\n",
 		       mr_udp_port);
+		return -EINVAL;
+	}
+	if (!mr_param_paths || mr_param_paths > MR_MAX_PATHS ||
+	    !mr_param_rto_min_us || !mr_param_rx_capacity_mbps) {
+		pr_err("paths must be 1-%u; rto_min_us and rx_capacity_mbps non-zero\n",
+		       MR_MAX_PATHS);
 		return -EINVAL;
 	}
 

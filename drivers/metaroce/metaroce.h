@@ -143,6 +143,9 @@ static inline struct mr_dev *to_mr_dev(struct ib_device *ibdev)
 
 /* main.c */
 extern unsigned short mr_udp_port;
+extern unsigned int mr_param_paths;
+extern unsigned int mr_param_rto_min_us;
+extern unsigned int mr_param_rx_capacity_mbps;
 extern struct workqueue_struct *mr_wq;
 
 /* device.c */

@@ -446,6 +446,8 @@ struct mr_totals {
 };
 
 void mr_peers_totals(struct mr_dev *dev, struct mr_totals *t);
+int mr_peers_reconfigure(struct mr_dev *dev, const struct mr_conn_cfg *cfg,
+			 bool shape);
 
 /* ---------------------------------------------------------------- napi.c */
 

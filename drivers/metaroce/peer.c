@@ -397,6 +397,35 @@ void mr_peers_destroy(struct mr_dev *dev)
 	mutex_unlock(&dev->peers_lock);
 }
 
+/*
+ * Make @cfg the device's engine configuration (peers_lock held): applied to
+ * every live connection, or, for a change of @shape (the number of paths),
+ * refused while there are connections.
+ */
+int mr_peers_reconfigure(struct mr_dev *dev, const struct mr_conn_cfg *cfg,
+			 bool shape)
+{
+	struct mr_peer *peer;
+	int b, err = 0;
+
+	lockdep_assert_held(&dev->peers_lock);
+	if (shape && dev->npeers)
+		return -EBUSY;
+	for (b = 0; b < MR_PEER_HASH && !err; b++) {
+		hlist_for_each_entry(peer, &dev->peers[b], node) {
+			spin_lock_bh(&peer->lock);
+			if (mr_conn_reconfigure(&peer->conn, cfg))
+				err = -EINVAL;
+			spin_unlock_bh(&peer->lock);
+			if (err)
+				break;
+		}
+	}
+	if (!err)
+		dev->conn_cfg = *cfg;
+	return err;
+}
+
 void mr_peers_totals(struct mr_dev *dev, struct mr_totals *t)
 {
 	struct mr_peer *peer;

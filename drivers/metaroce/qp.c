@@ -18,6 +18,7 @@
 #include <linux/etherdevice.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
+#include <linux/log2.h>
 #include <linux/ipv6.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
@@ -104,7 +105,8 @@ static int mr_sring_init(struct mr_sring *r, u32 size, u32 max_sge,
 {
 	u32 payload = max(max_sge * (u32)sizeof(struct ib_sge), max_inline);
 
-	r->size = max(size, 1U);
+	/* Free-running u32 indices map onto slots only for a power of two. */
+	r->size = roundup_pow_of_two(max(size, 1U));
 	r->stride = ALIGN(sizeof(struct mr_swqe) + payload, 8);
 	r->buf = kvcalloc(r->size, r->stride, GFP_KERNEL);
 	r->head = 0;

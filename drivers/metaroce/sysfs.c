@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * /sys/class/infiniband/DEV/metaroce/: read-only facts about the device.
- * The provider recognises MetaRoCE devices by the presence of
- * metaroce/abi_version, so these paths are a stable interface.
+ * /sys/class/infiniband/DEV/metaroce/: facts about the device (read-only)
+ * and its transport tunables (read-write, documented in
+ * Documentation/admin-guide.rst). The provider recognises MetaRoCE
+ * devices by the presence of metaroce/abi_version, so these paths are a
+ * stable interface.
+ *
+ * A tunable is validated as part of a whole engine configuration
+ * (mr_conn_cfg_check()); invalid values are refused with EINVAL. Most
+ * apply at once to every live connection of the device; "paths" changes
+ * the shape of a connection and is refused with EBUSY while the device has
+ * connections.
  */
 
 #include <linux/device.h>
@@ -38,10 +46,131 @@ static ssize_t netdev_show(struct device *device,
 }
 static DEVICE_ATTR_RO(netdev);
 
+struct mr_tunable {
+	struct device_attribute attr;
+	size_t off;		/* of the u32 in struct mr_conn_cfg, or ~0 */
+	u32 unit;		/* engine units per user unit (ns per us) */
+	bool shape;		/* not changeable under live connections */
+};
+
+#define to_mr_tunable(a) container_of(a, struct mr_tunable, attr)
+#define MR_CFG_NONE ((size_t)~0)
+
+/* The value of a tunable in user units. */
+static u32 mr_tunable_get(struct mr_dev *dev, const struct mr_tunable *t)
+{
+	if (t->off == MR_CFG_NONE)
+		return dev->fs.capacity;
+	return *(const u32 *)((const char *)&dev->conn_cfg + t->off) / t->unit;
+}
+
+static ssize_t mr_tunable_show(struct device *device,
+			       struct device_attribute *attr, char *buf)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+	const struct mr_tunable *t = to_mr_tunable(attr);
+	u32 v;
+
+	mutex_lock(&dev->peers_lock);
+	v = mr_tunable_get(dev, t);
+	mutex_unlock(&dev->peers_lock);
+	return sysfs_emit(buf, "%u\n", v);
+}
+
+static ssize_t mr_tunable_store(struct device *device,
+				struct device_attribute *attr,
+				const char *buf, size_t count)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+	const struct mr_tunable *t = to_mr_tunable(attr);
+	struct mr_conn_cfg cfg;
+	u32 v;
+	u64 scaled;
+	int err;
+
+	err = kstrtou32(buf, 0, &v);
+	if (err)
+		return err;
+	mutex_lock(&dev->peers_lock);
+	if (t->off == MR_CFG_NONE) {
+		/* rx_capacity_mbps: what the receiver fair share divides */
+		err = v ? 0 : -EINVAL;
+		if (!err) {
+			dev->fs.capacity = v;
+			dev->fs.estimate = v;
+		}
+		goto out;
+	}
+	scaled = (u64)v * t->unit;
+	err = -EINVAL;
+	if (scaled > U32_MAX)
+		goto out;
+	cfg = dev->conn_cfg;
+	*(u32 *)((char *)&cfg + t->off) = (u32)scaled;
+	if (mr_conn_cfg_check(&cfg))
+		goto out;
+	err = mr_peers_reconfigure(dev, &cfg, t->shape);
+out:
+	mutex_unlock(&dev->peers_lock);
+	return err ? err : count;
+}
+
+#define MR_TUNABLE(_name, _field, _unit, _shape)			\
+	static struct mr_tunable mr_tun_##_name = {			\
+		.attr = __ATTR(_name, 0644, mr_tunable_show,		\
+			       mr_tunable_store),			\
+		.off = offsetof(struct mr_conn_cfg, _field),		\
+		.unit = (_unit),					\
+		.shape = (_shape),					\
+	}
+
+MR_TUNABLE(paths, npaths, 1, true);
+MR_TUNABLE(rto_min_us, rto_min_ns, NSEC_PER_USEC, false);
+MR_TUNABLE(rto_max_us, rto_max_ns, NSEC_PER_USEC, false);
+MR_TUNABLE(rto_init_us, rto_init_ns, NSEC_PER_USEC, false);
+MR_TUNABLE(probe_us, probe_ns, NSEC_PER_USEC, false);
+MR_TUNABLE(dead_after, dead_after, 1, false);
+MR_TUNABLE(reorder_thresh, reorder_thresh, 1, false);
+MR_TUNABLE(ack_delay_us, ack_delay_ns, NSEC_PER_USEC, false);
+MR_TUNABLE(ack_every, ack_every, 1, false);
+MR_TUNABLE(msg_ack_us, msg_ack_ns, NSEC_PER_USEC, false);
+MR_TUNABLE(init_window, init_window, 1, false);
+MR_TUNABLE(min_window, min_window, 1, false);
+MR_TUNABLE(max_window, max_window, 1, false);
+MR_TUNABLE(ai_bytes, ai_bytes, 1, false);
+MR_TUNABLE(ecn_shift, ecn_shift, 1, false);
+MR_TUNABLE(repick_alpha, repick_alpha, 1, false);
+MR_TUNABLE(pacing, pacing, 1, false);
+
+static struct mr_tunable mr_tun_rx_capacity_mbps = {
+	.attr = __ATTR(rx_capacity_mbps, 0644, mr_tunable_show,
+		       mr_tunable_store),
+	.off = MR_CFG_NONE,
+	.unit = 1,
+};
+
 static struct attribute *mr_attrs[] = {
 	&dev_attr_abi_version.attr,
 	&dev_attr_udp_port.attr,
 	&dev_attr_netdev.attr,
+	&mr_tun_paths.attr.attr,
+	&mr_tun_rto_min_us.attr.attr,
+	&mr_tun_rto_max_us.attr.attr,
+	&mr_tun_rto_init_us.attr.attr,
+	&mr_tun_probe_us.attr.attr,
+	&mr_tun_dead_after.attr.attr,
+	&mr_tun_reorder_thresh.attr.attr,
+	&mr_tun_ack_delay_us.attr.attr,
+	&mr_tun_ack_every.attr.attr,
+	&mr_tun_msg_ack_us.attr.attr,
+	&mr_tun_init_window.attr.attr,
+	&mr_tun_min_window.attr.attr,
+	&mr_tun_max_window.attr.attr,
+	&mr_tun_ai_bytes.attr.attr,
+	&mr_tun_ecn_shift.attr.attr,
+	&mr_tun_repick_alpha.attr.attr,
+	&mr_tun_pacing.attr.attr,
+	&mr_tun_rx_capacity_mbps.attr.attr,
 	NULL
 };
 
