@@ -278,7 +278,7 @@ enum mr_rx_status {
 	MR_RXS_ACCESS,		/* bad key, rights or bounds */
 	MR_RXS_LENGTH,		/* receive buffer too small */
 	MR_RXS_INVALID,		/* request cannot be served */
-	MR_RXS_LOCAL,		/* requester-side placement failed */
+	MR_RXS_LOCAL,		/* our buffer failed (response, receive) */
 };
 
 struct mr_rx {
@@ -459,6 +459,8 @@ struct mr_conn {
 	u32 round_pkts;
 	u32 round_ce;
 	u32 round_peak;		/* most bytes in flight this round */
+	u32 round_lost;		/* transmissions declared lost this round */
+	u8 round_cut;		/* a timeout halved the window this round */
 	u64 next_tx;		/* pacing: earliest next send */
 	u64 next_sweep;
 	u64 idle_since;

@@ -422,7 +422,11 @@ static void h_deliver(struct h_net *n, struct h_pkt *p)
 			st = MR_RXS_LENGTH;
 			break;
 		}
-		assert(r->addr + r->len <= h->memlen);
+		/* A receive buffer outside memory models a bad lkey. */
+		if (r->addr > h->memlen || r->len > h->memlen - r->addr) {
+			st = MR_RXS_LOCAL;
+			break;
+		}
 		memcpy(h->mem + r->addr + hd.offset, pl, hd.plen);
 		break;
 	}

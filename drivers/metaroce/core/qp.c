@@ -499,9 +499,21 @@ void mr_qp_detach(struct mr_qp *qp)
 
 /* Responder side */
 
+/*
+ * A responder's failure as the requester sees it: a request outside what
+ * the key grants is a remote access error; a receive buffer the responder
+ * itself cannot write (its own lkey or bounds) a remote operational error.
+ */
 static u8 mr_status_from_rx(int status)
 {
-	return status == MR_RXS_ACCESS ? MR_QPS_REM_ACCESS : MR_QPS_INV_REQ;
+	switch (status) {
+	case MR_RXS_ACCESS:
+		return MR_QPS_REM_ACCESS;
+	case MR_RXS_LOCAL:
+		return MR_QPS_REM_OP;
+	default:
+		return MR_QPS_INV_REQ;
+	}
 }
 
 /* Record a fatal error at @msn; it is reported once older ones complete. */
@@ -580,6 +592,8 @@ static void mr_rq_execute(struct mr_conn *c, struct mr_qp *qp,
 	req.compare = r->compare;
 	st = c->ops->execute(c->env, qp, &req, &result);
 	if (st != MR_RXS_OK) {
+		c->drops[st == MR_RXS_ACCESS ? MR_DROP_ACCESS :
+					       MR_DROP_INV_REQ]++;
 		mr_qp_fatal(c, qp, r->msn, st == MR_RXS_ACCESS ?
 			    MR_QPS_REM_ACCESS : MR_QPS_INV_REQ);
 		return;
@@ -637,7 +651,9 @@ static void mr_qp_fatal_fail(struct mr_qp *qp)
 {
 	mr_qp_fail_cause(qp, MR_WC_WR_FLUSH_ERR,
 			 qp->nak_status == MR_QPS_REM_ACCESS ?
-			 MR_WC_REM_ACCESS_ERR : MR_WC_REM_INV_REQ_ERR,
+			 MR_WC_REM_ACCESS_ERR :
+			 qp->nak_status == MR_QPS_REM_OP ?
+			 MR_WC_REM_OP_ERR : MR_WC_REM_INV_REQ_ERR,
 			 qp->last_progress);
 }
 
@@ -870,6 +886,8 @@ void mr_qp_rx_done(struct mr_conn *c, struct mr_qp *qp,
 	if (r->state != MR_RMSG_ACTIVE || r->msn != rx->slot)
 		return;
 	if (status != MR_RXS_OK) {
+		c->drops[status == MR_RXS_ACCESS || status == MR_RXS_LOCAL ?
+			 MR_DROP_ACCESS : MR_DROP_INV_REQ]++;
 		mr_qp_fatal(c, qp, rx->slot, mr_status_from_rx(status));
 		mr_rq_advance(c, qp);
 		return;
@@ -1069,8 +1087,16 @@ void mr_qp_sweep(struct mr_conn *c, u64 now)
 			break;
 		if (qp->state != MR_QP_RTS)
 			continue;
+		/*
+		 * Retry exhaustion: no progress for retry_cnt + 1 timeouts.
+		 * A timeout is at least two maximal path timeouts, so that
+		 * paths backing off, dying and being probed back (a plane
+		 * failure) never count as the peer being gone.
+		 */
 		if (qp->attr.timeout_ns &&
-		    idle >= ((u64)qp->attr.retry_cnt + 1) * qp->attr.timeout_ns) {
+		    idle >= ((u64)qp->attr.retry_cnt + 1) *
+			    mr_max64(qp->attr.timeout_ns,
+				     2 * (u64)c->cfg.rto_max_ns)) {
 			mr_qp_fail(qp, MR_WC_RETRY_EXC_ERR, now);
 			continue;
 		}
