@@ -112,6 +112,35 @@ int mr_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	return 0;
 }
 
+/**
+ * mr_cq_clean() - remove a QP's completions from a CQ
+ * @cq: the CQ
+ * @qp: the QP, going to RESET or destroyed
+ *
+ * As hardware devices do: the completions (flushed work requests mostly)
+ * of a QP that is reset are not reported to its next incarnation, and
+ * none can point to a destroyed QP. The other QPs' completions keep their
+ * order.
+ */
+void mr_cq_clean(struct mr_cq *cq, struct ib_qp *qp)
+{
+	unsigned long flags;
+	u32 i, n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	for (i = 0; i < cq->count; i++) {
+		struct ib_wc *wc = &cq->queue[(cq->head + i) % cq->size];
+
+		if (wc->qp == qp)
+			continue;
+		if (n != i)
+			cq->queue[(cq->head + n) % cq->size] = *wc;
+		n++;
+	}
+	cq->count = n;
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
 /* Any context. */
 int mr_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {

@@ -31,6 +31,13 @@
 #define METAROCE_MAX_SRQ_WR		16384
 #define METAROCE_MAX_SRQ_SGE		16
 
+/*
+ * Identity. The project holds no IEEE OUI: the vendor id is the all-ones
+ * OUI, which no company is assigned, as software devices use.
+ */
+#define METAROCE_VENDOR_ID		0xffffff
+#define METAROCE_VENDOR_PART_ID		1
+
 /* Memory registration. */
 #define METAROCE_MAX_MR			65536
 #define METAROCE_MAX_MR_SIZE		BIT_ULL(40)	/* 1 TiB per MR */

@@ -159,7 +159,7 @@ struct mr_mem *mr_mem_get(struct mr_dev *dev, struct ib_pd *pd, u32 key,
 	 * DMA MR reaches all kernel memory: only ever with its own PD.
 	 */
 	if (!smp_load_acquire(&mem->valid) || READ_ONCE(mem->key) != key ||
-	    (pd ? mem->ibmr.pd != pd : mem->type == MR_MEM_DMA) ||
+	    (pd ? READ_ONCE(mem->ibmr.pd) != pd : mem->type == MR_MEM_DMA) ||
 	    (READ_ONCE(mem->access) & access) != access ||
 	    !mr_mem_range_ok(mem, iova, len)) {
 		mr_mem_put(mem);
@@ -620,11 +620,16 @@ err_free:
  * @pd: the PD the MR is to be in (the old one unless IB_MR_REREG_PD)
  * @udata: as for mr_reg_user_mr()
  *
- * Always registers a new MR (new keys), which ib_core puts in place of the
- * old one and then deregisters the old one; the old MR is untouched if
- * this fails. Both are pinned for a moment.
+ * A change of PD or rights alone is made in place and keeps the keys, so
+ * that a peer holding the rkey goes on using it: ib_core moves the MR to
+ * the new PD, we change its rights (packets already being placed finish
+ * with the old ones). A new translation, or write rights on pages pinned
+ * read-only, registers a new MR (new keys), which ib_core puts in place of
+ * the old one before deregistering that; the old MR is untouched if this
+ * fails. Both are pinned for a moment.
  *
- * Return: the new MR, or an ERR_PTR() as from mr_reg_user_mr().
+ * Return: NULL when changed in place, else the new MR, or an ERR_PTR() as
+ * from mr_reg_user_mr().
  */
 struct ib_mr *mr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 			       u64 length, u64 iova, int access,
@@ -641,6 +646,17 @@ struct ib_mr *mr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	}
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = old->access;
+	if (!(flags & IB_MR_REREG_TRANS) &&
+	    (old->umem->writable || !ib_access_writable(access))) {
+		int err = mr_check_access(access);
+
+		if (err)
+			return ERR_PTR(err);
+		if (!mr_udata_no_request(udata))
+			return ERR_PTR(-EOPNOTSUPP);
+		WRITE_ONCE(old->access, access);
+		return NULL;
+	}
 	return mr_reg_user_mr(pd, start, length, iova, access, udata);
 }
 

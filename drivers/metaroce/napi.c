@@ -136,9 +136,10 @@ static int mr_rx_place(struct mr_dev *dev, struct mr_ibqp *qp,
 		w = mr_qp_recv_wqe(qp, rx->cookie);
 		if (h->offset > w->length || h->plen > w->length - h->offset)
 			return MR_RXS_LENGTH;
+		/* The receive buffer is ours: its failure is not the peer's. */
 		if (mr_sges_write(dev, pd, w->sge, w->num_sge, h->offset, NULL,
 				  skb, hlen, h->plen))
-			return MR_RXS_ACCESS;
+			return MR_RXS_LOCAL;
 		return MR_RXS_OK;
 	case MR_RXA_READ_RESP:
 		wqe = mr_sring_slot(&qp->sq, (u32)rx->cookie);

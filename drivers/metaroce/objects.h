@@ -158,6 +158,7 @@ static inline struct mr_cq *to_mr_cq(struct ib_cq *ibcq)
  * -ENOSPC returned. Any context.
  */
 int mr_cq_push(struct mr_cq *cq, const struct ib_wc *wc, bool solicited);
+void mr_cq_clean(struct mr_cq *cq, struct ib_qp *qp);
 
 int mr_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		 mr_create_cq_arg *arg);

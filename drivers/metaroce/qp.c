@@ -1014,6 +1014,16 @@ static void mr_qp_unpeer(struct mr_ibqp *qp)
 	mr_peer_detach(peer);
 }
 
+/* Remove the QP's completions from its CQs (RESET, destroy). */
+static void mr_qp_clean_cqs(struct mr_ibqp *qp)
+{
+	struct ib_qp *ibqp = &qp->ibqp;
+
+	mr_cq_clean(to_mr_cq(ibqp->send_cq), ibqp);
+	if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
+		mr_cq_clean(to_mr_cq(ibqp->recv_cq), ibqp);
+}
+
 int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct mr_ibqp *qp = to_mr_ibqp(ibqp);
@@ -1032,6 +1042,7 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_bh(&dev->qps, ibqp->qp_num);
 	mr_qp_put(qp);
 	wait_for_completion(&qp->released);
+	mr_qp_clean_cqs(qp);
 
 	/* NAPI may have queued the QP again before it saw the erase. */
 	spin_lock_bh(&dev->work_lock);
@@ -1210,7 +1221,9 @@ static void mr_qp_to_reset(struct mr_ibqp *qp)
 {
 	unsigned long flags;
 
+	WRITE_ONCE(qp->state, IB_QPS_RESET);
 	mr_qp_unpeer(qp);
+	mr_qp_clean_cqs(qp);
 	mr_qp_init(&qp->eng, qp->ibqp.qp_num);
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	qp->sq.head = 0;

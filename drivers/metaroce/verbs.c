@@ -36,6 +36,8 @@ static int mr_query_device(struct ib_device *ibdev,
 
 	memset(attr, 0, sizeof(*attr));
 	attr->sys_image_guid = ibdev->node_guid;
+	attr->vendor_id = METAROCE_VENDOR_ID;
+	attr->vendor_part_id = METAROCE_VENDOR_PART_ID;
 	attr->max_mr_size = METAROCE_MAX_MR_SIZE;
 	attr->page_size_cap = METAROCE_PAGE_SIZE_CAP;
 	attr->max_qp = METAROCE_MAX_QP;

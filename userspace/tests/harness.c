@@ -379,6 +379,7 @@ void h_post_recv(struct h_net *n, int hi, u32 i, u64 addr, u32 len)
 	assert(q->nrecv < H_MAX_RECV);
 	q->recv[q->nrecv].addr = addr;
 	q->recv[q->nrecv].len = len;
+	q->recv[q->nrecv].used = 0;
 	q->nrecv++;
 }
 

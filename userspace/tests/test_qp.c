@@ -1140,6 +1140,22 @@ static void test_recv_buffer_error(void)
 	       n->host[1].qps[0].qp.state == MR_QP_ERR,
 	       "a receive buffer the responder cannot write: REM_OP_ERR at the requester, LOC_PROT_ERR on the receive (%d, %d)",
 	       wr_status(n, 0, k[0]), rc ? rc->status : -1);
+
+	/*
+	 * Both QPs back to RESET and up again with the same PSNs (as
+	 * pyverbs' rereg tests do): the next SEND goes through.
+	 */
+	mr_qp_detach(&n->host[0].qps[0].qp);
+	mr_qp_detach(&n->host[1].qps[0].qp);
+	h_connect(n, 0, 1, 2);
+	h_post_recv(n, 1, 0, 0x500000, 0x1000);
+	k[0] = h_post_wr(n, 0, 0, &w, 0x200);
+	h_run(n, 10 * SEC);
+	rc = recv_cqe(n, 1, 0, 1);
+	tap_ok(wr_status(n, 0, k[0]) == MR_WC_OK && rc &&
+	       rc->status == MR_WC_OK && rc->byte_len == 100,
+	       "after RESET and reconnection with the same PSNs, a SEND completes (%d, %d)",
+	       wr_status(n, 0, k[0]), rc ? rc->status : -1);
 	h_net_free(n);
 }
 
