@@ -210,6 +210,16 @@ static void mr_qp_sq_retire(struct mr_ibqp *qp)
 			spin_unlock_irqrestore(&qp->sq_lock, flags);
 			break;
 		}
+		qp->sq.head++;
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		/*
+		 * A local invalidate takes effect when everything posted
+		 * before it is done: now, as it is retired in order.
+		 */
+		if (wqe->opcode == IB_WR_LOCAL_INV &&
+		    wqe->status == IB_WC_SUCCESS &&
+		    mr_mem_invalidate(qp->dev, qp->ibqp.pd, wqe->ex))
+			wqe->status = IB_WC_LOC_PROT_ERR;
 		wc.wr_id = wqe->wr_id;
 		wc.status = wqe->status;
 		wc.opcode = mr_wc_opcode(wqe->opcode);
@@ -218,8 +228,6 @@ static void mr_qp_sq_retire(struct mr_ibqp *qp)
 		wc.port_num = 1;
 		report = wc.status != IB_WC_SUCCESS || qp->sq_sig_all ||
 			 (wqe->send_flags & IB_SEND_SIGNALED);
-		qp->sq.head++;
-		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		if (report)
 			mr_cq_push(cq, &wc, false);
 	}
@@ -368,13 +376,7 @@ void mr_qp_eng_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe)
 		return;
 	}
 	wqe = mr_sring_slot(&qp->sq, (u32)cqe->cookie);
-	/* A registration that failed when it was executed keeps its error. */
-	if (wqe->opcode != IB_WR_REG_MR || cqe->status != MR_WC_OK)
-		wqe->status = mr_wc_status(cqe->status);
-	/* A local invalidate takes effect when everything before it is done. */
-	if (wqe->opcode == IB_WR_LOCAL_INV && wqe->status == IB_WC_SUCCESS &&
-	    mr_mem_invalidate(qp->dev, qp->ibqp.pd, wqe->ex))
-		wqe->status = IB_WC_LOC_PROT_ERR;
+	wqe->status = mr_wc_status(cqe->status);
 	WRITE_ONCE(wqe->done, true);
 	mr_qp_sq_retire(qp);
 	/* The engine's window may have room for more now. */
@@ -415,13 +417,38 @@ static u8 mr_wr_opcode(const struct mr_swqe *wqe)
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return MR_WR_FETCH_ADD;
 	default:
-		return MR_WR_LOCAL;	/* REG_MR, LOCAL_INV */
+		return MR_WR_LOCAL;	/* not for the engine, see mr_qp_feed() */
 	}
+}
+
+/*
+ * A local work request (fast registration, local invalidate) has no wire
+ * effect and is not the engine's: it would take a message number the
+ * responder never sees. A registration takes effect in posting order, here;
+ * an invalidation when it is retired (mr_qp_sq_retire()). Both complete in
+ * order with the other work requests.
+ */
+static void mr_qp_local(struct mr_ibqp *qp, struct mr_swqe *wqe)
+{
+	wqe->status = IB_WC_SUCCESS;
+	if (wqe->opcode == IB_WR_REG_MR) {
+		struct ib_reg_wr reg = {
+			.mr = wqe->reg_mr,
+			.key = wqe->reg_key,
+			.access = wqe->reg_access,
+		};
+
+		if (mr_mem_fast_reg(qp->dev, qp->ibqp.pd, &reg))
+			wqe->status = IB_WC_MW_BIND_ERR;
+	}
+	WRITE_ONCE(wqe->done, true);
 }
 
 /* Hand queued WQEs to the engine; peer->lock held. */
 static void mr_qp_feed(struct mr_ibqp *qp, u64 now)
 {
+	bool local = false;
+
 	for (;;) {
 		struct mr_swqe *wqe;
 		struct mr_wr wr = {};
@@ -439,6 +466,15 @@ static void mr_qp_feed(struct mr_ibqp *qp, u64 now)
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 
 		wqe = mr_sring_slot(&qp->sq, idx);
+		if (wqe->opcode == IB_WR_REG_MR ||
+		    wqe->opcode == IB_WR_LOCAL_INV) {
+			mr_qp_local(qp, wqe);
+			spin_lock_irqsave(&qp->sq_lock, flags);
+			qp->sq.eng++;
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+			local = true;
+			continue;
+		}
 		wr.cookie = idx;
 		wr.opcode = mr_wr_opcode(wqe);
 		wr.len = wqe->length;
@@ -455,24 +491,14 @@ static void mr_qp_feed(struct mr_ibqp *qp, u64 now)
 		} else {
 			wr.swap_add = wqe->compare_add;
 		}
-		/* Registration takes effect in posting order. */
-		if (wqe->opcode == IB_WR_REG_MR) {
-			struct ib_reg_wr reg = {
-				.mr = wqe->reg_mr,
-				.key = wqe->reg_key,
-				.access = wqe->reg_access,
-			};
-
-			wqe->status = IB_WC_SUCCESS;
-			if (mr_mem_fast_reg(qp->dev, qp->ibqp.pd, &reg))
-				wqe->status = IB_WC_MW_BIND_ERR;
-		}
 		if (mr_qp_post(&qp->eng, &wr, now))
 			break;
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		qp->sq.eng++;
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 	}
+	if (local)
+		mr_qp_sq_retire(qp);
 }
 
 static void mr_qp_ud_send(struct mr_ibqp *qp, struct mr_swqe *wqe)

@@ -215,7 +215,7 @@ enum mr_wr_opcode {
 	MR_WR_READ,
 	MR_WR_CMP_SWAP,
 	MR_WR_FETCH_ADD,
-	MR_WR_LOCAL,		/* no wire effect; completes in order */
+	MR_WR_LOCAL,		/* refused by mr_qp_post(): the glue's */
 	/* responder completions */
 	MR_WC_RECV,
 	MR_WC_RECV_WRITE_IMM,

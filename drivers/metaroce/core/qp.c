@@ -185,8 +185,12 @@ int mr_qp_post(struct mr_qp *qp, const struct mr_wr *wr, u64 now)
 {
 	struct mr_msg *m;
 
-	if (!mr_qp_can_post(qp) ||
-	    (!mr_wr_wire_op(wr->opcode) && wr->opcode != MR_WR_LOCAL))
+	/*
+	 * Local operations (MR_WR_LOCAL) are refused: the message numbers
+	 * are the responder's too, and one it never sees would stall it.
+	 * The glue completes them in order itself.
+	 */
+	if (!mr_qp_can_post(qp) || !mr_wr_wire_op(wr->opcode))
 		return -1;
 	if (wr->len > MR_MAX_MSG_LEN)
 		return -1;
