@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
+# timeout: 600
 #
 # ROUNDS x CYCLES add/delete cycles leave nothing behind: module refcount,
 # devices and sockets are back to where they started, and so is kernel

@@ -66,6 +66,41 @@ mr_run() {
 	rm -f "$_mr_skipfile"
 }
 
+# mr_setup NAME FUNCTION [ARGS...]: shared set-up for the subtests that
+# follow, e.g. one topology for a program whose subtests all use it
+# unchanged. Runs in the program's own shell (what it sets is seen by the
+# subtests) and prints one TAP line; what it mr_defer-s runs when the
+# program exits. If it fails, the program ends there, failed. Not counted
+# as a passed subtest, so that a program whose real subtests all skip
+# still skips.
+mr_setup() {
+	local name=$1
+	shift
+	_mr_n=$((_mr_n + 1))
+	_mr_setup_name=$name
+	_mr_setup_log=$(mktemp)
+	_mr_defers=()
+	trap '_mr_setup_exit $?' EXIT
+	_mr_in_setup=1
+	"$@" >"$_mr_setup_log" 2>&1
+	_mr_in_setup=0
+	sed 's/^/# /' "$_mr_setup_log"
+	echo "ok $_mr_n $name"
+}
+
+_mr_setup_exit() {
+	local rc=$1
+	if ((${_mr_in_setup:-0})); then
+		sed 's/^/# /' "$_mr_setup_log"
+		echo "not ok $_mr_n $_mr_setup_name"
+		echo "1..$_mr_n"
+		rc=$KSFT_FAIL
+	fi
+	rm -f "$_mr_setup_log"
+	(exit "$rc")
+	_mr_run_defers
+}
+
 # Prints the plan and the totals, exits with the program's verdict.
 # Nothing passed (all skipped, or none selected by MR_TEST_ONLY) is a skip.
 mr_done() {
@@ -312,4 +347,228 @@ _mr_limits_h() {
 	done
 	[[ $e =~ ^[0-9x()\ +*\<-]+$ ]] || return 0 # not plain arithmetic
 	echo $((e))
+}
+
+# --- two hosts and server/client pairs ----------------------------------------------
+
+# The data-path tests' topology: two "hosts", network namespaces A and B,
+# joined by a veth pair, one device on each end. mr_two_hosts also sets
+# MR_A_GIDX and MR_B_GIDX, the devices' GID indexes of those addresses.
+# shellcheck disable=SC2034 # used by the test programs
+MR_A_NS=mrdpa MR_A_IF=mrdpa0 MR_A_IP=10.9.2.1 MR_A_DEV=mrdpa_dev
+MR_B_NS=mrdpb MR_B_IF=mrdpb0 MR_B_IP=10.9.2.2 MR_B_DEV=mrdpb_dev
+
+# mr_gid_index DEV IPV4: index of DEV's port-1 RoCE v2 GID for IPV4
+# (::ffff:IPV4); non-zero status when it has none.
+mr_gid_index() {
+	local port=/sys/class/infiniband/$1/ports/1 want f a b c d
+	IFS=. read -r a b c d <<<"$2"
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
+		"$a" "$b" "$c" "$d")
+	for f in "$port"/gids/*; do
+		[[ $(cat "$f" 2>/dev/null) == "$want" ]] || continue
+		[[ $(cat "$port/gid_attrs/types/${f##*/}" 2>/dev/null) == "RoCE v2" ]] ||
+			continue
+		echo "${f##*/}"
+		return 0
+	done
+	return 1
+}
+
+# mr_two_hosts: builds the topology above (deleted at the end of the
+# subtest), waits for the GIDs and sets MR_A_GIDX / MR_B_GIDX. Also makes
+# the temporary directory $MR_TMP (see mr_tmpdir).
+mr_two_hosts() {
+	mr_tmpdir
+	mr_debugfs
+	mr_netns "$MR_A_NS" "$MR_B_NS"
+	mr_veth "$MR_A_IF" "$MR_B_IF" "$MR_A_NS" "$MR_B_NS"
+	ip -n "$MR_A_NS" addr add "$MR_A_IP/24" dev "$MR_A_IF"
+	ip -n "$MR_B_NS" addr add "$MR_B_IP/24" dev "$MR_B_IF"
+	mr_link_add "$MR_A_DEV" "$MR_A_IF" "$MR_A_NS"
+	mr_link_add "$MR_B_DEV" "$MR_B_IF" "$MR_B_NS"
+	# First of all cleanups: an application left running would hold its
+	# device, and deleting a device waits for its applications.
+	mr_defer mr_netns_kill "$MR_A_NS" "$MR_B_NS"
+	assert_wait "$MR_A_DEV has a RoCE v2 GID for $MR_A_IP" 10 \
+		mr_gid_index "$MR_A_DEV" "$MR_A_IP"
+	assert_wait "$MR_B_DEV has a RoCE v2 GID for $MR_B_IP" 10 \
+		mr_gid_index "$MR_B_DEV" "$MR_B_IP"
+	# shellcheck disable=SC2034 # used by the test programs
+	{
+		MR_A_GIDX=$(mr_gid_index "$MR_A_DEV" "$MR_A_IP")
+		MR_B_GIDX=$(mr_gid_index "$MR_B_DEV" "$MR_B_IP")
+	}
+	assert_wait "port of $MR_A_DEV ACTIVE" 10 mr_port_active "$MR_A_DEV"
+	assert_wait "port of $MR_B_DEV ACTIVE" 10 mr_port_active "$MR_B_DEV"
+}
+mr_port_active() { [[ $(mr_port_state "$1") == ACTIVE ]]; }
+
+# mr_netns_kill NS...: ends every process running in the namespaces (the
+# test's own servers and clients), waiting up to 10 s for them.
+mr_netns_kill() {
+	local ns pids=()
+	for ns; do
+		read -ra pids <<<"$(ip netns pids "$ns" 2>/dev/null | paste -sd' ')"
+		((${#pids[@]})) || continue
+		kill "${pids[@]}" 2>/dev/null || true
+		wait_for 10 _mr_netns_empty "$ns" && continue
+		read -ra pids <<<"$(ip netns pids "$ns" 2>/dev/null | paste -sd' ')"
+		kill -KILL "${pids[@]}" 2>/dev/null || true
+	done
+}
+_mr_netns_empty() { [[ -z $(ip netns pids "$1" 2>/dev/null) ]]; }
+
+# mr_tmpdir: a temporary directory $MR_TMP for this subtest, removed at its end.
+mr_tmpdir() {
+	[[ -n ${MR_TMP:-} ]] && return 0
+	MR_TMP=$(mktemp -d /tmp/mr-test.XXXXXX)
+	mr_defer rm -rf "$MR_TMP"
+}
+
+# mr_netem NS IF ARGS...: replaces IF's root qdisc in NS with netem ARGS
+# (with room for 10000 packets, so that netem itself drops nothing).
+mr_netem() {
+	local netns=$1 dev=$2
+	shift 2
+	assert_ok "tc qdisc netem $* on $dev" ip netns exec "$netns" \
+		tc qdisc replace dev "$dev" root netem limit 10000 "$@"
+}
+
+# mr_tcp_listening NS PORT: something in NS listens on TCP PORT.
+mr_tcp_listening() {
+	[[ -n $(ip netns exec "$1" ss -Htln "sport = :$2") ]]
+}
+
+# mr_cm_listening PORT: an rdma_cm ID listens on PORT (any port space).
+mr_cm_listening() {
+	rdma resource show cm_id 2>/dev/null |
+		grep -qE "state LISTEN .*src-addr [^ ]*:$1( |\$)"
+}
+
+# mr_pair NAME READY SERVER_CMD... -- CLIENT_CMD...
+#
+# Runs SERVER_CMD in $MR_B_NS in the background, waits until it is READY,
+# then runs CLIENT_CMD in $MR_A_NS. READY is "tcp:PORT" (listens on TCP
+# PORT), "cm:PORT" (has an rdma_cm listener on PORT) or "now". Each side is
+# bounded by MR_PAIR_TIMEOUT seconds (default 120). Their output goes to
+# $MR_TMP/NAME.server and $MR_TMP/NAME.client, their exit statuses to
+# MR_PAIR_SRV_RC and MR_PAIR_CLI_RC. Fails the subtest, showing both
+# outputs, unless both sides exit 0; a server still running 15 s after its
+# client failed is killed.
+#
+# MR_PAIR_RETRY=REGEX: when the pair failed and one side printed a line
+# matching REGEX (a known flaw of the tool, not of the device), it is run
+# once more, and the retry is logged.
+mr_pair() {
+	local name=$1 ready=$2 srv=() cli=() ready_cmd=() pid t0=$SECONDS
+	local limit=${MR_PAIR_TIMEOUT:-120} try why
+	shift 2
+	while [[ $1 != -- ]]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	case $ready in
+	tcp:*) ready_cmd=(mr_tcp_listening "$MR_B_NS" "${ready#tcp:}") ;;
+	cm:*) ready_cmd=(mr_cm_listening "${ready#cm:}") ;;
+	now) ready_cmd=(true) ;;
+	*) mr_fail "mr_pair: bad READY '$ready'" ;;
+	esac
+	mr_tmpdir
+	for try in 1 2; do
+		MR_PAIR_SRV_RC=0 MR_PAIR_CLI_RC=0
+		ip netns exec "$MR_B_NS" timeout -k 5 "$limit" "${srv[@]}" \
+			>"$MR_TMP/$name.server" 2>&1 </dev/null &
+		pid=$!
+		mr_defer kill "$pid"
+		wait_for 60 _mr_ready_or_gone "$pid" "${ready_cmd[@]}" || true
+		if ! "${ready_cmd[@]}" || ! kill -0 "$pid" 2>/dev/null; then
+			kill "$pid" 2>/dev/null || true
+			wait "$pid" || MR_PAIR_SRV_RC=$?
+			_mr_pair_show "$name"
+			mr_fail "$name: the server was not ready ($ready) after" \
+				"$((SECONDS - t0))s; exit status $MR_PAIR_SRV_RC"
+		fi
+		ip netns exec "$MR_A_NS" timeout -k 5 "$limit" "${cli[@]}" \
+			>"$MR_TMP/$name.client" 2>&1 </dev/null || MR_PAIR_CLI_RC=$?
+		if ((MR_PAIR_CLI_RC != 0)) && ! wait_for 15 _mr_gone "$pid"; then
+			kill "$pid" 2>/dev/null || true
+		fi
+		wait "$pid" || MR_PAIR_SRV_RC=$?
+		((MR_PAIR_SRV_RC != 0 || MR_PAIR_CLI_RC != 0)) || break
+		[[ $try == 1 && -n ${MR_PAIR_RETRY:-} ]] || break
+		why=$(grep -hE "$MR_PAIR_RETRY" "$MR_TMP/$name.client" \
+			"$MR_TMP/$name.server" | head -n 1) || break
+		mr_log "$name: failed (server $MR_PAIR_SRV_RC, client" \
+			"$MR_PAIR_CLI_RC) after '$why': once more"
+	done
+	if ((MR_PAIR_SRV_RC != 0 || MR_PAIR_CLI_RC != 0)); then
+		_mr_pair_show "$name"
+		mr_fail "$name: server exited with $MR_PAIR_SRV_RC, client with" \
+			"$MR_PAIR_CLI_RC (124: timed out after ${limit}s)"
+	fi
+	mr_log "$name: both sides exited 0 in $((SECONDS - t0))s"
+}
+
+# _mr_ready_or_gone PID CMD...: CMD succeeds, or PID has ended.
+_mr_ready_or_gone() {
+	local pid=$1
+	shift
+	"$@" || ! kill -0 "$pid" 2>/dev/null
+}
+_mr_gone() { ! kill -0 "$1" 2>/dev/null; }
+
+_mr_pair_show() {
+	local side
+	for side in server client; do
+		[[ -f $MR_TMP/$1.$side ]] || continue
+		echo "--- $1 $side (last 40 lines):"
+		tail -n 40 "$MR_TMP/$1.$side" | cut -c 1-200
+	done
+	mr_diag "$MR_A_DEV" "$MR_B_DEV"
+}
+
+# mr_diag DEV...: what helps to understand a failure: the devices' non-zero
+# counters but the per-path ones, and their peers (debugfs).
+mr_diag() {
+	local dev
+	for dev; do
+		echo "--- $dev counters (non-zero):"
+		mr_stats "$dev" 2>/dev/null | awk '$2 != 0 && $1 !~ /^path/' |
+			paste -sd' ' | fold -s -w 100
+		if [[ -r /sys/kernel/debug/metaroce/$dev/peers ]]; then
+			echo "--- $dev peers:"
+			cat "/sys/kernel/debug/metaroce/$dev/peers"
+		fi
+	done
+}
+
+# mr_debugfs: mounts debugfs (for /sys/kernel/debug/metaroce) if needed.
+mr_debugfs() {
+	mountpoint -q /sys/kernel/debug ||
+		mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+}
+
+# --- counters ----------------------------------------------------------------------
+
+# mr_stats DEV [NS]: DEV's port counters, one "name value" per line.
+mr_stats() {
+	local ns=()
+	[[ -z ${2:-} ]] || ns=(ip netns exec "$2")
+	"${ns[@]}" rdma statistic show link "$1/1" |
+		awk '{ for (i = 3; i < NF; i += 2) print $i, $(i + 1) }'
+}
+
+# mr_stat FILE NAME: the value of counter NAME in a mr_stats snapshot
+# (fails the subtest when the counter does not exist).
+mr_stat() {
+	local v
+	v=$(awk -v k="$2" '$1 == k { print $2; exit }' "$1")
+	[[ -n $v ]] || mr_fail "no counter '$2' in $1"
+	echo "$v"
+}
+
+# mr_stat_delta BEFORE AFTER NAME: how much counter NAME grew.
+mr_stat_delta() {
+	local a b
+	a=$(mr_stat "$1" "$3") && b=$(mr_stat "$2" "$3") && echo $((b - a))
 }

@@ -7,7 +7,8 @@
 # pass, 4 (KSFT_SKIP) a skip, anything else (or a kernel warning it caused)
 # a failure. Exits non-zero when any program failed.
 #
-# MR_TEST_TIMEOUT: seconds per program (default 300).
+# Time limit per program: a "# timeout: SECONDS" line in its header, else
+# 300 s; MR_TEST_TIMEOUT overrides both.
 set -euo pipefail
 
 # One compound command: bash reads it whole before running it, so editing
@@ -16,7 +17,6 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$HERE"
-per_test_timeout=${MR_TEST_TIMEOUT:-300}
 
 read -ra all <<<"$(make -s --no-print-directory -f Makefile list-progs)"
 progs=()
@@ -42,10 +42,24 @@ dmesg >/dev/null 2>&1 && can_dmesg=1
 # and the remaining ones are reported as not run, i.e. failed.
 fatal='Oops|BUG:|kernel BUG at|general protection fault|Kernel panic'
 
+# prog_timeout PROG: the program's time limit: MR_TEST_TIMEOUT if set, else
+# what a "# timeout: SECONDS" line in its header says, else 300 s.
+prog_timeout() {
+	local t
+	if [[ -n ${MR_TEST_TIMEOUT:-} ]]; then
+		echo "$MR_TEST_TIMEOUT"
+		return
+	fi
+	t=$(sed -n '1,30s/^# timeout: \([0-9][0-9]*\)$/\1/p' "$1" | head -n 1)
+	echo "${t:-300}"
+}
+
 # run_one PROG OUT: runs PROG in its own session, output to OUT and, indented,
 # to us. Sets rc (124 on timeout) and oops=1 if the kernel oopsed meanwhile.
 run_one() {
-	local pid tailpid deadline=$((SECONDS + per_test_timeout)) grace=
+	local pid tailpid limit deadline grace=
+	limit=$(prog_timeout "$1")
+	deadline=$((SECONDS + limit))
 	setsid "./$1" >"$2" 2>&1 </dev/null &
 	pid=$!
 	tail -n +1 -f --pid="$pid" "$2" | sed -u 's/^/    /' &
@@ -111,7 +125,7 @@ for p in "${progs[@]}"; do
 		skip=$((skip + 1))
 		;;
 	124)
-		echo "not ok $n $name # TIMEOUT after ${per_test_timeout}s"
+		echo "not ok $n $name # TIMEOUT after $(prog_timeout "$p")s"
 		fail=$((fail + 1))
 		;;
 	*)

@@ -454,7 +454,7 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 		       u64 now)
 {
 	u32 f, cut;
-	int limited;
+	int limited, lossy;
 
 	(void)now;
 	c->round_acked += acked;
@@ -477,21 +477,23 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 	else
 		c->alpha -= (c->alpha - f) >> c->cfg.ecn_shift;
 
-	if (c->round_lost && (c->slow_start ||
-			      c->round_lost * 8 > c->round_pkts + c->round_lost)) {
-		/*
-		 * Loss is not the congestion signal of this transport (ECN
-		 * is), and random loss is tolerated: a loss only ends slow
-		 * start. But heavy loss while the round trip has grown well
-		 * past its minimum comes from a queue that overflows without
-		 * marking: halve.
-		 */
-		if (mr_conn_queueing(c))
-			c->wnd /= 2;
+	/*
+	 * Loss is not the congestion signal of this transport (ECN is), and
+	 * random loss is tolerated: a loss only ends slow start. But heavy
+	 * loss while the round trip has grown well past its minimum comes
+	 * from a queue that overflows without marking: halve.
+	 */
+	lossy = c->round_lost &&
+		(c->slow_start ||
+		 c->round_lost * 8 > c->round_pkts + c->round_lost);
+	if (lossy && mr_conn_queueing(c)) {
+		c->wnd /= 2;
 		c->slow_start = 0;
 	} else if (c->round_ce) {
 		cut = (u32)((u64)c->wnd * mr_max32(c->alpha, 64) / 2048);
 		c->wnd -= cut;
+		c->slow_start = 0;
+	} else if (lossy) {
 		c->slow_start = 0;
 	} else if (!limited) {
 		/* Not window-limited: keep the window. */
