@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # run_tests.sh [PATTERN...]: runs the programs of TEST_PROGS (Makefile), or
-# those whose name contains one of the PATTERNs, and prints KTAP: one line
-# per program, its own TAP indented below. A program's exit status 0 is a
+# those (and those of KNOWN_FAILING) whose name contains one of the
+# PATTERNs, and prints KTAP: one line per program, its own TAP indented
+# below. A program's exit status 0 is a
 # pass, 4 (KSFT_SKIP) a skip, anything else (or a kernel warning it caused)
 # a failure. Exits non-zero when any program failed.
 #
@@ -19,6 +20,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$HERE"
 
 read -ra all <<<"$(make -s --no-print-directory -f Makefile list-progs)"
+# Programs known to fail run only when a PATTERN names them.
+if (($#)); then
+	read -ra known <<<"$(make -s --no-print-directory -f Makefile \
+		list-known-failing)"
+	all+=("${known[@]}")
+fi
 progs=()
 for p in "${all[@]}"; do
 	if (($# == 0)); then

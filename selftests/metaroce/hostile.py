@@ -1,0 +1,604 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Hostile MetaRoCE packets, for selftests/metaroce/hostile.sh.
+
+Builds MetaRoCE v1 packets as Documentation/protocol.rst and
+include/metaroce/mr_wire.h describe them (opcode and flag values are read
+from mr_wire.h) and sends them with ordinary UDP sockets, from an address
+of a given network namespace, to a device's MetaRoCE port. Each command
+prints "sent COUNT" (the number of datagrams sent) on its last line.
+
+  malformed   packets every receiver must drop as malformed, whatever its
+              state (truncated, bad version, opcode, flags, lengths, ...)
+  valid       well-formed packets of every opcode (from an address with no
+              connection: the receiver drops them as "no connection")
+  ud          UD datagrams to QPNs that have no UD QP
+  epoch       well-formed packets with an epoch the receiver does not know
+  dsn         packets in the receiver's epoch whose DSN is outside its data
+              window (far ahead: --ahead, or long settled: --behind)
+  victim      a QP pair of its own (pyverbs) between --a-dev and --b-dev,
+              connected over --src; then forged WRITEs on that connection:
+              to QPs that are not the connection's, from a wrong source
+              QP, and with a wrong R_Key to the live QP. Checks that none
+              of them wrote memory and prints what it sent as "KEY VALUE"
+              lines.
+"""
+
+import argparse
+import ctypes
+import os
+import random
+import re
+import socket
+import struct
+import sys
+import time
+
+CLONE_NEWNET = 0x40000000
+
+BASE_HLEN = 20
+MAX_PAYLOAD = 4096
+QPN_MASK = 0xffffff
+
+OP = {}
+F = {}
+VERSION = 1
+SYN_WORD = False
+
+
+def load_wire(path):
+    """Opcode and flag values, and whether SYN carries a DSN word."""
+    global VERSION, SYN_WORD
+    text = open(path, encoding="utf-8").read()
+    for name, val in re.findall(r"\bMR_OP_(\w+)\s*=\s*(0x[0-9a-fA-F]+)", text):
+        OP[name] = int(val, 16)
+    for name, val in re.findall(r"\bMR_F_(\w+)\s*=\s*(0x[0-9a-fA-F]+)", text):
+        F[name] = int(val, 16)
+    m = re.search(r"#define\s+MR_WIRE_VERSION\s+(\d+)", text)
+    if m:
+        VERSION = int(m.group(1))
+    SYN_WORD = "syn_dsn" in text
+    for need in ("WRITE", "SEND", "READ_REQ", "READ_RESP", "CMP_SWAP",
+                 "FETCH_ADD", "ATOMIC_RESP", "NOP", "PROBE", "ACK",
+                 "ACK_REQ", "UD_SEND"):
+        if need not in OP:
+            sys.exit(f"hostile.py: MR_OP_{need} not found in {path}")
+    for need in ("SYN", "ACKREQ", "RETX", "IMM", "INV", "SOLICIT"):
+        if need not in F:
+            sys.exit(f"hostile.py: MR_F_{need} not found in {path}")
+
+
+# --- packet builders ---------------------------------------------------------
+
+
+def base(op, hlen, plen, flags=0, epoch=1, psn=0, path=0, tsval=0,
+         version=None, hlen_words=None):
+    if hlen_words is None:
+        hlen_words = hlen // 4
+    return struct.pack(">BBHIIBBHI", VERSION if version is None else version,
+                       op, flags, epoch, psn, path, hlen_words, plen, tsval)
+
+
+def rc(dst=2, src=2, dsn=0, msn=0, gen=0, msg_len=0, offset=0):
+    return struct.pack(">IIIIII", dst, src, dsn, (gen << 24) | msn, msg_len,
+                       offset)
+
+
+def now_tsval():
+    """The sender clock a real sender would put in tsval (same kernel)."""
+    return time.monotonic_ns() & 0xffffffff
+
+
+def data_packet(op, *, flags=0, epoch=1, psn=0, path=0, dst=2, src=2, dsn=0,
+                msn=0, gen=0, msg_len=None, offset=0, payload=b"",
+                raddr=0x10000, rkey=0x1234, ssn=0, extra=b"", syn_dsn=None,
+                tsval=None, version=None, hlen_delta=0, plen=None):
+    """A sequenced RC packet; every field may be overridden."""
+    if msg_len is None:
+        msg_len = len(payload)
+    ext = b""
+    if op in (OP["WRITE"], OP["READ_REQ"], OP["CMP_SWAP"], OP["FETCH_ADD"]):
+        ext = struct.pack(">QII", raddr, rkey, ssn)
+        if op in (OP["CMP_SWAP"], OP["FETCH_ADD"]):
+            ext += struct.pack(">QQ", 1, 0)
+    elif op == OP["SEND"]:
+        ext = struct.pack(">I", ssn)
+    elif op == OP["ATOMIC_RESP"]:
+        ext = struct.pack(">Q", 0)
+    if flags & (F["IMM"] | F["INV"]):
+        ext += struct.pack(">I", 0xfeedf00d)
+    if SYN_WORD and flags & F["SYN"]:
+        ext += struct.pack(">I", dsn if syn_dsn is None else syn_dsn)
+    ext += extra
+    if op == OP["NOP"]:	# a NOP names nothing but its DSN
+        dst = src = msn = gen = msg_len = offset = 0
+    hdr = rc(dst, src, dsn, msn, gen, msg_len, offset) + ext
+    hlen = BASE_HLEN + len(hdr)
+    return base(op, hlen, len(payload) if plen is None else plen, flags,
+                epoch, psn, path, now_tsval() if tsval is None else tsval,
+                version, hlen // 4 + hlen_delta) + hdr + payload
+
+
+def probe(epoch=1, psn=0, path=0, flags=0):
+    ext = b""
+    if SYN_WORD and flags & F["SYN"]:
+        ext = struct.pack(">I", 0)
+    hlen = BASE_HLEN + len(ext)
+    return base(OP["PROBE"], hlen, 0, flags, epoch, psn, path,
+                now_tsval()) + ext
+
+
+def ack(epoch=1, ack_epoch=1, dsn_cum=0, paths=None, qps=None, npath=None,
+        nqp=None, reserved=0, flags=0):
+    """An ACK with path blocks (path, base) and QP blocks (status, qpn, msn,
+    aux)."""
+    paths = paths or []
+    qps = qps or []
+    body = struct.pack(">IIIBBH", ack_epoch, dsn_cum, 0,
+                       len(paths) if npath is None else npath,
+                       len(qps) if nqp is None else nqp, reserved)
+    for p, pbase in paths:
+        body += struct.pack(">BBHHHII", p, 0, 0, 0, 0, pbase, 0)
+        body += b"\0" * 32
+    for status, qpn, msn, aux in qps:
+        body += struct.pack(">III", (status << 24) | qpn, msn, aux)
+    return base(OP["ACK"], BASE_HLEN + len(body), 0, flags, epoch) + body
+
+
+def ack_req(epoch=1, dst=2, src=2, psn=0):
+    body = struct.pack(">II", dst, src)
+    return base(OP["ACK_REQ"], BASE_HLEN + len(body), 0, 0, epoch, psn) + body
+
+
+def ud_send(dst, src=2, qkey=0, payload=b"x" * 64, reserved=0, flags=0):
+    body = struct.pack(">IIII", dst, src, qkey, reserved)
+    return base(OP["UD_SEND"], BASE_HLEN + len(body), len(payload),
+                flags) + body + payload
+
+
+def reset(epoch=1, unknown=1):
+    body = struct.pack(">I", unknown)
+    return base(OP["RESET"], BASE_HLEN + len(body), 0, 0, epoch) + body
+
+
+# --- catalogues ----------------------------------------------------------------
+
+
+def malformed():
+    """(name, datagram): every one is malformed for any receiver."""
+    w, s = OP["WRITE"], OP["SEND"]
+    good = data_packet(w, payload=b"A" * 100)
+    out = [("empty", b""), ("one byte", b"\x01"),
+           ("base header minus one", good[:BASE_HLEN - 1]),
+           ("base header only", good[:BASE_HLEN]),
+           ("header cut short", good[:BASE_HLEN + 10]),
+           ("payload cut short", good[:-1]),
+           ("payload longer than plen", good + b"B")]
+    for v in (0, VERSION + 1, 0xff):
+        out.append((f"version {v}", data_packet(w, payload=b"A" * 8,
+                                                version=v)))
+    known = set(OP.values())
+    for op in (0x00, 0x0a, 0x0f, 0x13, 0x1f, 0x21, 0x7f, 0x80, 0xff):
+        if op not in known:
+            out.append((f"opcode {op:#x}", base(op, BASE_HLEN, 0)))
+    out += [
+        ("unknown flag 0x8000", data_packet(w, flags=0x8000, payload=b"A")),
+        ("unknown flag 0x0040", data_packet(w, flags=0x0040, payload=b"A")),
+        ("IMM on READ_REQ", data_packet(OP["READ_REQ"], flags=F["IMM"],
+                                        msg_len=64)),
+        ("INV on WRITE", data_packet(w, flags=F["INV"], payload=b"A")),
+        ("IMM and INV on SEND", data_packet(s, flags=F["IMM"] | F["INV"],
+                                            payload=b"A")),
+        ("SYN on ACK", ack(flags=F["SYN"])),
+        ("ACKREQ on UD_SEND", ud_send(0x100, flags=F["ACKREQ"])),
+        ("hlen one word too many", data_packet(w, payload=b"A", hlen_delta=1)),
+        ("hlen one word short", data_packet(w, payload=b"A", hlen_delta=-1)),
+        ("hlen 0", data_packet(w, payload=b"A", hlen_delta=-15)),
+        ("plen beyond the datagram", data_packet(w, payload=b"A" * 50,
+                                                 msg_len=100, plen=100)),
+        ("plen on READ_REQ", data_packet(OP["READ_REQ"], msg_len=64,
+                                         payload=b"12345678")),
+        ("payload above 4096", data_packet(w, payload=b"P" * (MAX_PAYLOAD + 4))),
+        ("epoch 0", data_packet(w, epoch=0, payload=b"A")),
+        ("path 16", data_packet(w, path=16, payload=b"A")),
+        ("path 255", data_packet(w, path=255, payload=b"A")),
+        ("psn on ACK_REQ", ack_req(psn=5)),
+        ("dst QPN above 24 bits", data_packet(w, dst=QPN_MASK + 1,
+                                              payload=b"A")),
+        ("src QPN above 24 bits", data_packet(w, src=0xffffffff,
+                                              payload=b"A")),
+        ("dst QPN 0", data_packet(w, dst=0, payload=b"A")),
+        ("dst QPN 1", data_packet(s, dst=1, payload=b"A")),
+        ("src QPN 1", data_packet(w, src=1, payload=b"A")),
+        ("msg_len above 2 GiB", data_packet(w, payload=b"A",
+                                            msg_len=0x80000001)),
+        ("offset + plen beyond msg_len", data_packet(w, payload=b"A" * 10,
+                                                     msg_len=100, offset=95)),
+        ("empty segment of a non-empty message", data_packet(s, msg_len=10)),
+        ("READ_REQ with an offset", data_packet(OP["READ_REQ"], msg_len=64,
+                                                offset=8)),
+        ("FETCH_ADD of 16 bytes", data_packet(OP["FETCH_ADD"], msg_len=16)),
+        ("CMP_SWAP to an unaligned address", data_packet(
+            OP["CMP_SWAP"], msg_len=8, raddr=0x10003)),
+        ("ATOMIC_RESP of 4 bytes", data_packet(OP["ATOMIC_RESP"], msg_len=4)),
+        ("RETH reserved word", data_packet(w, payload=b"A", ssn=7)),
+        ("NOP naming a QP", data_packet(OP["NOP"])[:BASE_HLEN] +
+         rc(dst=5, src=5)),
+        ("SOLICIT on NOP", data_packet(OP["NOP"], flags=F["SOLICIT"])),
+        ("ACK with 17 path blocks", ack(npath=17)),
+        ("ACK with 17 QP blocks", ack(nqp=17)),
+        ("ACK reserved field", ack(reserved=1)),
+        ("ACK blocks cut short", ack(paths=[(0, 0)], npath=2)),
+        ("ACK path block twice", ack(paths=[(1, 0), (1, 0)])),
+        ("ACK path block 16", ack(paths=[(16, 0)])),
+        ("ACK QP block status 9", ack(qps=[(9, 5, 0, 0)])),
+        ("ACK QP block QPN 1", ack(qps=[(0, 1, 0, 0)])),
+        ("ACK RNR timer 32", ack(qps=[(1, 5, 0, 32)])),
+        ("ACK aux on an OK block", ack(qps=[(0, 5, 0, 1)])),
+        ("ACK epoch 0", ack(ack_epoch=0)),
+        ("ACK_REQ to QPN 1", ack_req(dst=1)),
+        ("UD reserved word", ud_send(0x100, reserved=1)),
+        ("UD QPN above 24 bits", ud_send(QPN_MASK + 1)),
+    ]
+    if "RESET" in OP:
+        out.append(("RESET of epoch 0", reset(unknown=0)))
+    return out
+
+
+def valid():
+    """Well-formed packets of every opcode, as a peer would send them."""
+    w = OP["WRITE"]
+    out = [
+        ("WRITE", data_packet(w, payload=b"W" * 256, dst=0x10, src=0x11)),
+        ("WRITE with IMM", data_packet(w, flags=F["IMM"], payload=b"W" * 8)),
+        ("WRITE, SYN", data_packet(w, flags=F["SYN"], payload=b"W" * 8)),
+        ("WRITE, full segment", data_packet(w, payload=b"F" * 1024,
+                                            msg_len=8192, offset=1024)),
+        ("SEND", data_packet(OP["SEND"], payload=b"S" * 64)),
+        ("SEND with INV", data_packet(OP["SEND"], flags=F["INV"],
+                                      payload=b"S")),
+        ("empty SEND", data_packet(OP["SEND"])),
+        ("READ_REQ", data_packet(OP["READ_REQ"], msg_len=4096)),
+        ("READ_RESP", data_packet(OP["READ_RESP"], payload=b"R" * 64)),
+        ("CMP_SWAP", data_packet(OP["CMP_SWAP"], msg_len=8)),
+        ("FETCH_ADD", data_packet(OP["FETCH_ADD"], msg_len=8)),
+        ("ATOMIC_RESP", data_packet(OP["ATOMIC_RESP"], msg_len=8)),
+        ("NOP", data_packet(OP["NOP"])),
+        ("PROBE", probe(flags=F["ACKREQ"])),
+        ("ACK", ack(paths=[(0, 5), (3, 7)], qps=[(0, 5, 3, 0)])),
+        ("ACK_REQ", ack_req(dst=5, src=6)),
+    ]
+    if "RESET" in OP:
+        out.append(("RESET", reset(unknown=0x12345678)))
+    return out
+
+
+def wrong_epoch(epoch):
+    """Well-formed packets whose epoch is not the receiver's."""
+    w = OP["WRITE"]
+    out = [
+        ("WRITE", data_packet(w, epoch=epoch, payload=b"E" * 64)),
+        ("WRITE, SYN", data_packet(w, flags=F["SYN"], epoch=epoch,
+                                   payload=b"E" * 64)),
+        ("SEND", data_packet(OP["SEND"], epoch=epoch, payload=b"E")),
+        ("READ_REQ", data_packet(OP["READ_REQ"], epoch=epoch, msg_len=64)),
+        ("NOP, SYN", data_packet(OP["NOP"], flags=F["SYN"], epoch=epoch)),
+        ("PROBE", probe(epoch=epoch, flags=F["ACKREQ"])),
+        ("PROBE, SYN", probe(epoch=epoch, flags=F["SYN"] | F["ACKREQ"])),
+        ("ACK of another epoch", ack(epoch=epoch, ack_epoch=epoch,
+                                     paths=[(0, 0)])),
+    ]
+    if "RESET" in OP:
+        out.append(("RESET of another epoch", reset(epoch=epoch,
+                                                    unknown=epoch)))
+    return out
+
+
+# --- sending -------------------------------------------------------------------
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def netns_socket(netns, src):
+    """A UDP socket bound to (src, any port) in network namespace netns."""
+    own = os.open("/proc/self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{netns}", os.O_RDONLY)
+    try:
+        if _libc.setns(target, CLONE_NEWNET):
+            raise OSError(ctypes.get_errno(), "setns " + netns)
+        try:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sock.bind((src, 0))
+        finally:
+            if _libc.setns(own, CLONE_NEWNET):
+                raise OSError(ctypes.get_errno(), "setns back")
+    finally:
+        os.close(own)
+        os.close(target)
+    return sock
+
+
+def send_all(args, packets, repeat=1):
+    sock = netns_socket(args.netns, args.src)
+    n = 0
+    for _ in range(repeat):
+        for name, pkt in packets:
+            if args.verbose:
+                print(f"{name}: {len(pkt)} bytes")
+            sock.sendto(pkt, (args.dst, args.port))
+            n += 1
+            time.sleep(0.002)	# no bursts: they would be counted as backlog drops
+    sock.close()
+    return n
+
+
+# --- debugfs telemetry -------------------------------------------------------------
+
+
+def peer_entries(dev):
+    """DEV's debugfs peers: one dict per peer (its "key value" pairs and
+    "paths", path id -> packets sent)."""
+    entries = []
+    col = None
+    with open(f"/sys/kernel/debug/metaroce/{dev}/peers", encoding="ascii") as f:
+        for line in f:
+            w = line.split()
+            if not w:
+                continue
+            if w[0] == "path":	# the path table's header names its columns
+                col = w.index("tx_pkts")
+                continue
+            if w[0] == "peer":
+                entries.append({"paths": {}})
+            if not entries:
+                continue
+            if w[0].isdigit():
+                if col is None:
+                    sys.exit("hostile.py: a path line before its header")
+                entries[-1]["paths"][int(w[0])] = int(w[col])
+            else:
+                entries[-1].update(zip(w[0::2], w[1::2]))
+    return entries
+
+
+def peer_entry(dev, remote, local=None):
+    """DEV's debugfs entry for the peer REMOTE (with local address LOCAL)."""
+    for e in peer_entries(dev):
+        if e.get("peer") == f"::ffff:{remote}" and \
+                (local is None or e.get("local") == f"::ffff:{local}"):
+            return e
+    return None
+
+
+def wait_peer(dev, remote, local=None, quiet=False, timeout=30,
+              receiving=True):
+    """Waits for the entry: with receiving, one that has taken the peer's
+    epoch (a pure sender never does: it only receives ACKs); with quiet,
+    one with dsn_una == dsn_nxt too."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        e = peer_entry(dev, remote, local)
+        if e and (not receiving or int(e.get("rx_epoch", "0"), 16)) and \
+                (not quiet or e["dsn_una"] == e["dsn_nxt"]):
+            return e
+        time.sleep(0.2)
+    sys.exit(f"hostile.py: no (settled) peer {remote} in {dev}'s debugfs")
+
+
+# --- commands --------------------------------------------------------------------
+
+
+def cmd_malformed(args):
+    print(f"sent {send_all(args, malformed(), args.repeat)}")
+
+
+def cmd_valid(args):
+    print(f"sent {send_all(args, valid(), args.repeat)}")
+
+
+def cmd_ud(args):
+    pkts = [(f"UD to QPN {q:#x}", ud_send(q, qkey=0x11111111))
+            for q in list(range(2, 66)) + [0x7ff, 0xabcdef, QPN_MASK]]
+    print(f"sent {send_all(args, pkts, args.repeat)}")
+
+
+def cmd_epoch(args):
+    e = peer_entry(args.dev, args.src)
+    live = int(e["rx_epoch"], 16) if e else 0
+    pkts = []
+    for _ in range(args.repeat):
+        # One epoch per packet: a SYN that is taken (below) must not make
+        # the packets after it valid.
+        for name, _ in wrong_epoch(1):
+            epoch = live
+            while epoch in (live, 0):
+                epoch = random.getrandbits(32)
+            pkts += [p for p in wrong_epoch(epoch) if p[0] == name]
+    # A SYN may legitimately be taken when the direction has been quiet
+    # for epoch_quiet_ns (protocol.rst, section 11): counted apart.
+    print(f"syn {sum(1 for name, _ in pkts if 'SYN' in name)}")
+    print(f"sent {send_all(args, pkts)}")
+
+
+def cmd_dsn(args):
+    """Forged data in the receiver's epoch, DSN outside its window: the
+    epoch comes from the receiver's telemetry (an on-path attacker sees it),
+    the DSN range from the sender's. PSNs are long settled, so that the
+    receiver's path state does not move."""
+    rx = wait_peer(args.dev, args.src)
+    tx = wait_peer(args.peer_dev, args.dst, args.src, receiving=False)
+    epoch = int(rx["rx_epoch"], 16)
+    una, nxt = int(tx["dsn_una"], 16), int(tx["dsn_nxt"], 16)
+    psn = (epoch - (1 << 20)) & 0xffffffff
+    pkts = []
+    for i in range(args.repeat):
+        if args.ahead:
+            dsn = (nxt + 100000 + i) & 0xffffffff
+        else:
+            dsn = (una - 100000 - i) & 0xffffffff
+        pkts.append(("WRITE", data_packet(OP["WRITE"], epoch=epoch, psn=psn,
+                                          path=0, dsn=dsn, dst=2, src=2,
+                                          payload=b"D" * 64)))
+    print(f"sent {send_all(args, pkts)}")
+
+
+def cmd_victim(args):
+    from pyverbs.addr import AHAttr, GlobalRoute
+    from pyverbs.cq import CQ
+    from pyverbs.device import Context
+    from pyverbs.mr import MR
+    from pyverbs.pd import PD
+    from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+    from pyverbs.wr import SGE, SendWR
+    import pyverbs.enums as e
+
+    size = 4096
+    access = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
+              e.IBV_ACCESS_REMOTE_READ)
+
+    class Side:
+        def __init__(self, dev, gidx):
+            self.ctx = Context(name=dev)
+            self.gidx = gidx
+            self.pd = PD(self.ctx)
+            self.cq = CQ(self.ctx, 16)
+            cap = QPCap(max_send_wr=8, max_recv_wr=8, max_send_sge=1,
+                        max_recv_sge=1)
+            self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC,
+                                             scq=self.cq, rcq=self.cq,
+                                             cap=cap))
+            self.mr = MR(self.pd, size, access)
+
+    def connect(x, y):
+        attr = QPAttr(qp_state=e.IBV_QPS_INIT, port_num=1)
+        attr.pkey_index = 0
+        attr.qp_access_flags = access
+        x.qp.to_init(attr)
+        gr = GlobalRoute(dgid=y.ctx.query_gid(1, y.gidx), sgid_index=x.gidx)
+        attr = QPAttr(qp_state=e.IBV_QPS_RTR)
+        attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
+        attr.dest_qp_num = y.qp.qp_num
+        attr.path_mtu = e.IBV_MTU_1024
+        attr.rq_psn = 0
+        attr.max_dest_rd_atomic = 1
+        attr.min_rnr_timer = 12
+        x.qp.to_rtr(attr)
+        attr = QPAttr(qp_state=e.IBV_QPS_RTS)
+        attr.sq_psn = 0
+        attr.timeout = 14
+        attr.retry_cnt = 7
+        attr.rnr_retry = 7
+        attr.max_rd_atomic = 1
+        x.qp.to_rts(attr)
+
+    def state(side):
+        attr, _ = side.qp.query(e.IBV_QP_STATE)
+        return attr.qp_state
+
+    a = Side(args.a_dev, args.a_gidx)
+    b = Side(args.b_dev, args.b_gidx)
+    connect(a, b)
+    connect(b, a)
+
+    # One real WRITE (MSN 0) opens the connection.
+    pattern = bytes((i * 7) & 0xff for i in range(size))
+    b.mr.write(b"\0" * size, size)
+    a.mr.write(pattern, size)
+    wr = SendWR(opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                sg=[SGE(a.mr.buf, 64, a.mr.lkey)],
+                send_flags=e.IBV_SEND_SIGNALED)
+    wr.set_wr_rdma(b.mr.rkey, b.mr.buf)
+    a.qp.post_send(wr)
+    deadline = time.monotonic() + 30
+    while True:
+        n, wcs = a.cq.poll()
+        if n:
+            if wcs[0].status != e.IBV_WC_SUCCESS:
+                sys.exit(f"hostile.py: the real WRITE failed: {wcs[0].status}")
+            break
+        if time.monotonic() > deadline:
+            sys.exit("hostile.py: the real WRITE did not complete")
+        time.sleep(0.01)
+    expect = pattern[:64] + b"\0" * (size - 64)
+    if b.mr.read(size, 0) != expect:
+        sys.exit("hostile.py: the real WRITE did not land")
+
+    rx = wait_peer(args.b_dev, args.src)
+    tx = wait_peer(args.a_dev, args.dst, args.src, quiet=True,
+                   receiving=False)
+    epoch = int(rx["rx_epoch"], 16)
+    dsn = int(tx["dsn_nxt"], 16)
+    used = [p for p, n in tx["paths"].items() if n > 0]
+    if not used:
+        sys.exit("hostile.py: no path of the connection carried a packet")
+    path = used[0]
+    psn = (epoch - (1 << 20)) & 0xffffffff
+    print(f"connection {args.src} -> {args.dst}: epoch {epoch:#010x}, "
+          f"next DSN {dsn:#010x}, path {path}; QPs {a.qp.qp_num:#x} -> "
+          f"{b.qp.qp_num:#x}; MR {b.mr.buf:#x} rkey {b.mr.rkey:#x}")
+
+    def write(dst, src, rkey, payload=b"\xee" * 64):
+        nonlocal dsn
+        pkt = data_packet(OP["WRITE"], epoch=epoch, psn=psn, path=path,
+                          dsn=dsn, dst=dst, src=src, msn=1, raddr=b.mr.buf,
+                          rkey=rkey, payload=payload)
+        dsn = (dsn + 1) & 0xffffffff
+        return ("forged WRITE", pkt)
+
+    # Not the connection's QPs (every other QPN nearby: unknown QPs and
+    # the QPs of other connections, e.g. a transfer that runs meanwhile).
+    others = [write(q, a.qp.qp_num, b.mr.rkey)
+              for q in range(2, b.qp.qp_num + 64) if q != b.qp.qp_num]
+    others.append(write(0xfedcba, a.qp.qp_num, b.mr.rkey))
+    wrong_src = [write(b.qp.qp_num, (a.qp.qp_num + 0x1000) & QPN_MASK,
+                       b.mr.rkey)]
+    n = send_all(args, others + wrong_src)
+    time.sleep(1)
+    if b.mr.read(size, 0) != expect:
+        sys.exit("hostile.py: FAIL: a WRITE not from the QP's peer landed")
+    if state(b) != e.IBV_QPS_RTS:
+        sys.exit(f"hostile.py: FAIL: the QP is in state {state(b)} after "
+                 "WRITEs that were not its peer's")
+    print(f"not_its_qp {len(others)}")
+    print(f"wrong_source_qp {len(wrong_src)}")
+
+    rkey = b.mr.rkey
+    while rkey == b.mr.rkey:
+        rkey = random.getrandbits(32)
+    n += send_all(args, [write(b.qp.qp_num, a.qp.qp_num, rkey)])
+    deadline = time.monotonic() + 10
+    while state(b) == e.IBV_QPS_RTS and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if b.mr.read(size, 0) != expect:
+        sys.exit("hostile.py: FAIL: a WRITE with a wrong R_Key landed")
+    print("bad_rkey 1")
+    print(f"victim_state {state(b)}")
+    print(f"requester_state {state(a)}")
+    print(f"sent {n}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--wire", required=True, help="path of mr_wire.h")
+    p.add_argument("--netns", required=True, help="namespace to send from")
+    p.add_argument("--src", required=True, help="source address")
+    p.add_argument("--dst", required=True, help="destination address")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--dev", help="the receiving device")
+    p.add_argument("--peer-dev", help="the sending device (dsn)")
+    p.add_argument("--ahead", action="store_true")
+    p.add_argument("--a-dev")
+    p.add_argument("--a-gidx", type=int)
+    p.add_argument("--b-dev")
+    p.add_argument("--b-gidx", type=int)
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("command", choices=("malformed", "valid", "ud", "epoch",
+                                       "dsn", "victim"))
+    args = p.parse_args()
+    load_wire(args.wire)
+    globals()["cmd_" + args.command](args)
+
+
+if __name__ == "__main__":
+    main()

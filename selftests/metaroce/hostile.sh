@@ -1,0 +1,215 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# timeout: 600
+#
+# Hostile input while a real transfer runs. Host A (10.9.2.1, plus .3 and
+# .4) and host B (10.9.2.2) run mr_integrity; meanwhile hostile.py sends B's
+# device, from A's namespace:
+#
+#   malformed   every kind of malformed packet, from A's real address
+#   valid       well-formed packets of every opcode from .4, which has no
+#               connection to B
+#   ud          UD datagrams to QPNs without a UD QP
+#   epoch       well-formed packets from A's address with epochs B does not
+#               know (what an off-path attacker can do)
+#   dsn         packets in B's epoch for A whose DSN is far outside the
+#               window, ahead or behind (what an on-path attacker can do)
+#   victim      on a second connection (.3 to B) with live QPs of its own:
+#               WRITEs to QPs that are not its own (including the running
+#               transfer's), from a wrong source QP, and with a wrong R_Key
+#
+# The first subtest runs the transfer and the attacks; the others check
+# what B counted for each kind. The transfer must pass (every byte checked,
+# no failed completion), each kind must be dropped and counted under its
+# documented reason, no forged WRITE may land, and the kernel must stay quiet
+# (the runner fails the program on any warning).
+. "$(dirname "$0")/lib.sh"
+mr_require_module
+
+TOOL=$MR_TOP/build/userspace/tools/mr_integrity
+HOSTILE=$(dirname "$(readlink -f "$0")")/hostile.py
+PYTHON=/usr/bin/python3
+PORT=18580
+VICTIM_IP=10.9.2.3
+STRANGER_IP=10.9.2.4
+
+[[ -x $TOOL ]] || mr_skip_all "$TOOL is missing: run make userspace"
+"$PYTHON" -c 'import pyverbs.qp' 2>/dev/null ||
+	mr_skip_all "python3-pyverbs is not installed"
+
+setup() {
+	mr_two_hosts
+	ip -n "$MR_A_NS" addr add "$VICTIM_IP/24" dev "$MR_A_IF"
+	ip -n "$MR_A_NS" addr add "$STRANGER_IP/24" dev "$MR_A_IF"
+	assert_wait "$MR_A_DEV has a GID for $VICTIM_IP" 10 \
+		mr_gid_index "$MR_A_DEV" "$VICTIM_IP"
+	[[ -r /sys/kernel/debug/metaroce/$MR_B_DEV/peers ]] ||
+		mr_fail "no debugfs telemetry (/sys/kernel/debug/metaroce)"
+	STATE=$MR_TMP # what the attack records, for the subtests after it
+}
+
+# hostile CMD [ARGS...]: hostile.py CMD towards B's device from A's
+# namespace; its output is logged, its "sent N" (and "KEY N") lines are
+# kept in $STATE/CMD.
+hostile() {
+	local cmd=$1 out
+	shift
+	out=$("$PYTHON" "$HOSTILE" --wire "$MR_TOP/include/metaroce/mr_wire.h" \
+		--netns "$MR_A_NS" --dst "$MR_B_IP" --port "$(mr_udp_port)" \
+		"$@" "$cmd" 2>&1) || {
+		echo "$out"
+		mr_diag "$MR_A_DEV" "$MR_B_DEV"
+		echo "--- the transfer so far:"
+		tail -n 30 "$STATE/transfer"
+		mr_fail "hostile.py $cmd failed"
+	}
+	sed "s/^/hostile.py $cmd: /" <<<"$out"
+	grep -E '^[a-z_]+ [0-9]+$' <<<"$out" >"$STATE/$cmd"
+}
+
+no_peers() {
+	! grep -q '^peer' "/sys/kernel/debug/metaroce/$MR_A_DEV/peers" \
+		"/sys/kernel/debug/metaroce/$MR_B_DEV/peers"
+}
+
+# B's connection from A exists and carries QPs: the transfer is on.
+transfer_on() {
+	grep -qE "^peer ::ffff:$MR_A_IP local ::ffff:$MR_B_IP qps [1-9]" \
+		"/sys/kernel/debug/metaroce/$MR_B_DEV/peers"
+}
+
+attack() {
+	local pid a_gidx rc=0
+	# Start from no state at all (peers of earlier programs are idle-freed).
+	assert_wait "no peers left from earlier transfers" 30 no_peers
+	mr_stats "$MR_B_DEV" >"$STATE/before"
+	(MR_PAIR_TIMEOUT=600 mr_pair transfer "tcp:$PORT" \
+		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -q 2 -n 2000 \
+		-b 8 -m 65536 -s 11 -t 120 -- \
+		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -q 2 -n 2000 \
+		-b 8 -m 65536 -s 11 -t 120 "$MR_B_IP") >"$STATE/transfer" 2>&1 &
+	pid=$!
+	mr_defer kill "$pid"
+	assert_wait "the transfer's connection is up" 60 transfer_on
+
+	hostile malformed --src "$MR_A_IP" --repeat 3
+	hostile valid --src "$STRANGER_IP" --repeat 3
+	hostile ud --src "$MR_A_IP"
+	hostile epoch --src "$MR_A_IP" --dev "$MR_B_DEV" --repeat 3
+	hostile dsn --src "$MR_A_IP" --dev "$MR_B_DEV" --peer-dev "$MR_A_DEV" \
+		--ahead --repeat 20
+	mv "$STATE/dsn" "$STATE/dsn_ahead"
+	hostile dsn --src "$MR_A_IP" --dev "$MR_B_DEV" --peer-dev "$MR_A_DEV" \
+		--repeat 20
+	a_gidx=$(mr_gid_index "$MR_A_DEV" "$VICTIM_IP")
+	hostile victim --src "$VICTIM_IP" --a-dev "$MR_A_DEV" --a-gidx "$a_gidx" \
+		--b-dev "$MR_B_DEV" --b-gidx "$MR_B_GIDX"
+	if kill -0 "$pid" 2>/dev/null; then
+		mr_log "the attacks ended while the transfer was still running"
+	else
+		mr_log "NOTE: the transfer ended before the attacks did"
+	fi
+
+	wait "$pid" || rc=$?
+	sed 's/^/transfer: /' "$STATE/transfer" | grep -v '^transfer: # ' || true
+	((rc == 0)) || mr_fail "the transfer failed under attack (exit status $rc)"
+	grep -h "^mr_integrity: OK" "$STATE/transfer" || true
+	mr_stats "$MR_B_DEV" >"$STATE/after"
+}
+
+# attacked: the attack subtest ran to its end.
+attacked() {
+	[[ -f $STATE/after ]] || mr_fail "no counters after the attack (see attack_during_transfer)"
+}
+
+# sent KIND [KEY]: what hostile.py reported for KIND (key "sent").
+sent() {
+	local v
+	v=$(awk -v k="${2:-sent}" '$1 == k { print $2 }' "$STATE/$1")
+	[[ -n $v ]] || mr_fail "hostile.py $1 reported no '${2:-sent}'"
+	echo "$v"
+}
+
+delta() {
+	mr_stat_delta "$STATE/before" "$STATE/after" "$1"
+}
+
+# Datagrams can be lost before the device sees them only when its receive
+# backlog overflows (rx_drop_backlog, counted before any check).
+check_exact() { # WHAT COUNTER SENT
+	local got lost
+	got=$(delta "$2") lost=$(delta rx_drop_backlog)
+	mr_log "$1: sent $3, $2 +$got (rx_drop_backlog +$lost)"
+	((got <= $3 && got >= $3 - lost)) ||
+		mr_fail "$1: $2 grew by $got, expected $3 (or up to $lost less)"
+}
+
+malformed() {
+	attacked
+	check_exact "malformed packets" rx_drop_malformed "$(sent malformed)"
+}
+
+# Well-formed but from an address without a connection: nothing malformed.
+no_connection() {
+	attacked
+	check_exact "packets from $STRANGER_IP" rx_drop_no_conn "$(sent valid)"
+}
+
+ud_no_qp() {
+	attacked
+	check_exact "UD datagrams to no UD QP" rx_drop_no_qp "$(sent ud)"
+}
+
+# Every packet with an unknown epoch is dropped; a SYN among them may be
+# taken if the direction was quiet for epoch_quiet_ns (protocol.rst 11),
+# which the transfer must survive (it did, or attack failed).
+wrong_epoch() {
+	local n syn got
+	attacked
+	n=$(sent epoch) syn=$(sent epoch syn)
+	got=$(delta drop_epoch)
+	mr_log "wrong epochs: sent $n ($syn SYN), drop_epoch +$got"
+	((got >= n - syn)) || mr_fail "drop_epoch grew by $got, expected $((n - syn)) at least"
+}
+
+dsn_window() {
+	local ahead behind got dup
+	attacked
+	ahead=$(sent dsn_ahead) behind=$(sent dsn)
+	got=$(delta drop_dsn_window) dup=$(delta drop_duplicate)
+	mr_log "DSN ahead of the window: sent $ahead, drop_dsn_window +$got;" \
+		"behind: sent $behind, drop_duplicate +$dup"
+	assert_eq "drop_dsn_window growth" "$ahead" "$got"
+	((dup >= behind)) || mr_fail "drop_duplicate grew by $dup, expected $behind at least"
+}
+
+# On the victim's connection: WRITEs to QPs that are not its own are
+# refused as no_qp / wrong_peer; the one with a wrong R_Key fails the QP
+# (a NAK, as InfiniBand's remote access error) without writing (hostile.py
+# checked the memory).
+forged_writes() {
+	local others wrong got nak state
+	attacked
+	others=$(sent victim not_its_qp) wrong=$(sent victim wrong_source_qp)
+	got=$(($(delta drop_no_qp) + $(delta drop_wrong_peer)))
+	mr_log "forged WRITEs to other QPs: $others, from a wrong QP: $wrong;" \
+		"drop_no_qp + drop_wrong_peer +$got"
+	assert_eq "drop_no_qp + drop_wrong_peer growth" "$((others + wrong))" "$got"
+	nak=$(($(delta naks_tx) + $(delta drop_access)))
+	((nak >= 1)) || mr_fail "the WRITE with a bad R_Key was neither NAKed nor counted as drop_access"
+	state=$(sent victim victim_state)
+	# enum ibv_qp_state: IBV_QPS_ERR is 6.
+	assert_eq "state of the QP a bad R_Key was used on (IBV_QPS_ERR)" 6 "$state"
+	mr_log "bad R_Key: naks_tx + drop_access +$nak, QP in error," \
+		"requester QP state $(sent victim requester_state)"
+}
+
+mr_setup two_hosts setup
+mr_run attack_during_transfer attack
+mr_run malformed_dropped malformed
+mr_run stranger_dropped no_connection
+mr_run ud_without_qp_dropped ud_no_qp
+mr_run wrong_epoch_dropped wrong_epoch
+mr_run dsn_outside_window_dropped dsn_window
+mr_run forged_writes_refused forged_writes
+mr_done
