@@ -459,8 +459,6 @@ struct mr_conn {
 	u32 round_pkts;
 	u32 round_ce;
 	u32 round_peak;		/* most bytes in flight this round */
-	u32 round_lost;		/* transmissions declared lost this round */
-	u8 round_cut;		/* a timeout halved the window this round */
 	u64 next_tx;		/* pacing: earliest next send */
 	u64 next_sweep;
 	u64 idle_since;

@@ -407,25 +407,6 @@ static u32 mr_conn_rtt(const struct mr_conn *c)
 	return rtt ? rtt : c->cfg.rto_min_ns / 4;
 }
 
-/*
- * Evidence that a queue is building: on some usable path the smoothed
- * round trip is more than twice its minimum (plus a floor for jitter).
- * Losses without it are taken as random, not as congestion.
- */
-static int mr_conn_queueing(const struct mr_conn *c)
-{
-	u32 i;
-
-	for (i = 0; i < c->npaths; i++) {
-		const struct mr_path *p = &c->path[i];
-
-		if (mr_path_usable(p) && p->srtt && p->min_rtt &&
-		    p->srtt > 2 * p->min_rtt + c->cfg.rto_min_ns / 8)
-			return 1;
-	}
-	return 0;
-}
-
 static u32 mr_hint_cap(const struct mr_conn *c)
 {
 	/* bytes = Mbit/s * ns / 8000, plus a quarter of headroom */
@@ -454,7 +435,7 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 		       u64 now)
 {
 	u32 f, cut;
-	int limited, lossy;
+	int limited;
 
 	(void)now;
 	c->round_acked += acked;
@@ -477,23 +458,9 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 	else
 		c->alpha -= (c->alpha - f) >> c->cfg.ecn_shift;
 
-	/*
-	 * Loss is not the congestion signal of this transport (ECN is), and
-	 * random loss is tolerated: a loss only ends slow start. But heavy
-	 * loss while the round trip has grown well past its minimum comes
-	 * from a queue that overflows without marking: halve.
-	 */
-	lossy = c->round_lost &&
-		(c->slow_start ||
-		 c->round_lost * 8 > c->round_pkts + c->round_lost);
-	if (lossy && mr_conn_queueing(c)) {
-		c->wnd /= 2;
-		c->slow_start = 0;
-	} else if (c->round_ce) {
+	if (c->round_ce) {
 		cut = (u32)((u64)c->wnd * mr_max32(c->alpha, 64) / 2048);
 		c->wnd -= cut;
-		c->slow_start = 0;
-	} else if (lossy) {
 		c->slow_start = 0;
 	} else if (!limited) {
 		/* Not window-limited: keep the window. */
@@ -508,28 +475,9 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 	mr_conn_clamp(c);
 	c->round_target = c->wnd;
 	c->round_peak = c->inflight;
-	c->round_cut = 0;
 	c->round_acked = 0;
 	c->round_pkts = 0;
 	c->round_ce = 0;
-	c->round_lost = 0;
-	mr_paths_rebalance(c);
-}
-
-/*
- * A path timed out: the network dropped a whole tail. Halve the window once
- * per round (the timeouts of one episode on several paths count once) and
- * leave slow start.
- */
-void mr_conn_cc_on_timeout(struct mr_conn *c, u64 now)
-{
-	(void)now;
-	c->slow_start = 0;
-	if (c->round_cut || !mr_conn_queueing(c))
-		return;
-	c->round_cut = 1;
-	c->wnd /= 2;
-	mr_conn_clamp(c);
 	mr_paths_rebalance(c);
 }
 

@@ -171,7 +171,6 @@ static void mr_slot_lost(struct mr_conn *c, struct mr_path *p, u32 id,
 		return;
 	mr_seg_queue_rtx(c, s);
 	mr_stat(c, rto ? MR_ST_RETX_RTO : MR_ST_RETX_SACK, 1);
-	c->round_lost++;
 }
 
 static void mr_path_rtt_sample(struct mr_path *p, u32 rtt)
@@ -409,7 +408,6 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 			if (p->timeouts < 255)
 				p->timeouts++;
 			p->last_progress = now;
-			mr_conn_cc_on_timeout(c, now);
 			if (p->state != MR_PATH_DEAD) {
 				p->weight = (u16)mr_max32(p->weight / 2,
 							  MR_WEIGHT_MIN);
