@@ -38,7 +38,7 @@ for p in "${all[@]}"; do
 done
 
 # Kernel log lines that mean the kernel misbehaved (as the VM runner).
-bad='Oops|BUG:|kernel BUG at|WARNING:|general protection fault|Call Trace:'
+bad='Oops|BUG:|kernel BUG at|WARNING:|general protection fault[,:]|Call Trace:'
 bad+='|KASAN|UBSAN|refcount_t:|INFO: task .* blocked|rcu: INFO:|rcu_.*stall'
 bad+='|soft lockup|hard LOCKUP|list_(add|del) corruption'
 can_dmesg=0
@@ -47,7 +47,7 @@ dmesg >/dev/null 2>&1 && can_dmesg=1
 # Fatal kernel failures: once one happened the kernel cannot be trusted (and
 # tests touching the broken object hang in D state), so the test is stopped
 # and the remaining ones are reported as not run, i.e. failed.
-fatal='Oops|BUG:|kernel BUG at|general protection fault|Kernel panic'
+fatal='Oops|BUG:|kernel BUG at|general protection fault[,:]|Kernel panic'
 
 # prog_timeout PROG: the program's time limit: MR_TEST_TIMEOUT if set, else
 # what a "# timeout: SECONDS" line in its header says, else 300 s.
