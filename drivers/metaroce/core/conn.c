@@ -407,6 +407,24 @@ static u32 mr_conn_rtt(const struct mr_conn *c)
 	return rtt ? rtt : c->cfg.rto_min_ns / 4;
 }
 
+/*
+ * Evidence that a queue is building: on some usable path the smoothed
+ * round trip is more than twice its minimum (plus a floor for jitter).
+ */
+static int mr_conn_queueing(const struct mr_conn *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *p = &c->path[i];
+
+		if (mr_path_usable(p) && p->srtt && p->min_rtt &&
+		    p->srtt > 2 * p->min_rtt + c->cfg.rto_min_ns / 8)
+			return 1;
+	}
+	return 0;
+}
+
 static u32 mr_hint_cap(const struct mr_conn *c)
 {
 	/* bytes = Mbit/s * ns / 8000, plus a quarter of headroom */
@@ -475,9 +493,29 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 	mr_conn_clamp(c);
 	c->round_target = c->wnd;
 	c->round_peak = c->inflight;
+	c->round_cut = 0;
 	c->round_acked = 0;
 	c->round_pkts = 0;
 	c->round_ce = 0;
+	mr_paths_rebalance(c);
+}
+
+/*
+ * A path timed out while a queue is building: the queue overflowed without
+ * marks (a host backlog, a switch without ECN) and took a whole tail with
+ * it. Halve the window, once per round (the timeouts of one episode on
+ * several paths count once), and leave slow start. Other losses, and a
+ * timeout without a queue, leave the window alone.
+ */
+void mr_conn_cc_on_timeout(struct mr_conn *c, u64 now)
+{
+	(void)now;
+	if (c->round_cut || !mr_conn_queueing(c))
+		return;
+	c->round_cut = 1;
+	c->slow_start = 0;
+	c->wnd /= 2;
+	mr_conn_clamp(c);
 	mr_paths_rebalance(c);
 }
 

@@ -408,6 +408,7 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 			if (p->timeouts < 255)
 				p->timeouts++;
 			p->last_progress = now;
+			mr_conn_cc_on_timeout(c, now);
 			if (p->state != MR_PATH_DEAD) {
 				p->weight = (u16)mr_max32(p->weight / 2,
 							  MR_WEIGHT_MIN);
