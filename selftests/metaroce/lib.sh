@@ -459,10 +459,11 @@ mr_cm_listening() {
 #
 # MR_PAIR_RETRY=REGEX: when the pair failed and one side printed a line
 # matching REGEX (a known flaw of the tool, not of the device), it is run
-# again, up to three times in all, and each retry is logged.
+# again, up to MR_PAIR_TRIES times in all (default 3), and each retry is
+# logged.
 mr_pair() {
 	local name=$1 ready=$2 srv=() cli=() ready_cmd=() pid t0=$SECONDS
-	local limit=${MR_PAIR_TIMEOUT:-120} try why
+	local limit=${MR_PAIR_TIMEOUT:-120} try why tries=${MR_PAIR_TRIES:-3}
 	shift 2
 	while [[ $1 != -- ]]; do srv+=("$1"); shift; done
 	shift
@@ -474,7 +475,7 @@ mr_pair() {
 	*) mr_fail "mr_pair: bad READY '$ready'" ;;
 	esac
 	mr_tmpdir
-	for try in 1 2 3; do
+	for ((try = 1; try <= tries; try++)); do
 		MR_PAIR_SRV_RC=0 MR_PAIR_CLI_RC=0
 		ip netns exec "$MR_B_NS" timeout -k 5 "$limit" "${srv[@]}" \
 			>"$MR_TMP/$name.server" 2>&1 </dev/null &
@@ -495,7 +496,7 @@ mr_pair() {
 		fi
 		wait "$pid" || MR_PAIR_SRV_RC=$?
 		((MR_PAIR_SRV_RC != 0 || MR_PAIR_CLI_RC != 0)) || break
-		[[ $try != 3 && -n ${MR_PAIR_RETRY:-} ]] || break
+		((try < tries)) && [[ -n ${MR_PAIR_RETRY:-} ]] || break
 		why=$(grep -hE "$MR_PAIR_RETRY" "$MR_TMP/$name.client" \
 			"$MR_TMP/$name.server" | head -n 1) || break
 		mr_log "$name: failed (server $MR_PAIR_SRV_RC, client" \
