@@ -17,7 +17,7 @@ mr_require_module
 PORT=18540
 # perftest calibrates its cycle counter against gettimeofday() and gives up
 # ("Can't produce a report", exit 1) when the two correlate poorly, which
-# happens on an emulated CPU under load; such a run is tried again (five
+# happens on an emulated CPU under load; such a run is tried again (eight
 # times in all).
 CALIBRATION='Correlation coefficient r\^2: .* < 0\.9'
 
@@ -69,7 +69,7 @@ run() {
 	else
 		a=(-x "$MR_A_GIDX") b=(-x "$MR_B_GIDX") ready=tcp:$PORT
 	fi
-	MR_PAIR_RETRY=$CALIBRATION MR_PAIR_TRIES=5 MR_PAIR_TIMEOUT=${LIMIT:-90} mr_pair "$name" "$ready" \
+	MR_PAIR_RETRY=$CALIBRATION MR_PAIR_TRIES=8 MR_PAIR_TIMEOUT=${LIMIT:-90} mr_pair "$name" "$ready" \
 		"$tool" -d "$MR_B_DEV" "${b[@]}" -p "$PORT" -s "$size" -n "$iters" "$@" -- \
 		"$tool" -d "$MR_A_DEV" "${a[@]}" -p "$PORT" -s "$size" -n "$iters" "$@" "$MR_B_IP"
 	case $tool in
