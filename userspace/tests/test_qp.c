@@ -1159,6 +1159,21 @@ static void test_recv_buffer_error(void)
 	h_net_free(n);
 }
 
+/* Local work requests are the glue's: the engine refuses them. */
+static void test_local_refused(void)
+{
+	struct h_net *n = net(0, 44);
+	struct mr_wr w = mkwr(MR_WR_LOCAL, 0, 0, 0, 0, 0);
+	u32 nxt;
+
+	h_connect(n, 0, 1, 2);
+	nxt = n->host[0].qps[0].qp.sq_nxt;
+	tap_ok(mr_qp_post(&n->host[0].qps[0].qp, &w, n->now) < 0 &&
+	       n->host[0].qps[0].qp.sq_nxt == nxt,
+	       "MR_WR_LOCAL is refused and takes no message number");
+	h_net_free(n);
+}
+
 /* Requester: the glue could not place a READ response */
 static void test_local_placement_error(void)
 {
@@ -1343,6 +1358,7 @@ int main(void)
 	test_rnr_reordered();
 	test_remote_access();
 	test_recv_buffer_error();
+	test_local_refused();
 	test_read_before_nak();
 	test_lost_nak();
 	test_recv_too_small();
