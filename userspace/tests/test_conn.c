@@ -472,6 +472,46 @@ static void test_cc(void)
 	ep_free(e);
 }
 
+/* One round of @c's window ends, no CE, with these smoothed round trips. */
+static void unmarked_round(struct mr_conn *c, u32 srtt0, u32 srtt1)
+{
+	c->path[0].min_rtt = 20 * US;
+	c->path[1].min_rtt = 25 * US;
+	c->path[0].srtt = srtt0;
+	c->path[1].srtt = srtt1;
+	c->round_peak = c->wnd;
+	mr_conn_cc_on_ack(c, c->round_target, 16, 0, 0);
+}
+
+static void test_unmarked_queue(void)
+{
+	struct ep *e = sender(2);
+	struct mr_conn *c = &e->c;
+	u32 deep = 8 * 20 * US + c->cfg.rto_min_ns / 2, w;
+
+	w = c->wnd;
+	unmarked_round(c, deep + 1, deep + 1);
+	tap_ok(c->wnd == w / 2 && !c->slow_start,
+	       "no CE, every path's srtt > 8 x min + rto_min/2: halve, end slow start (%u -> %u)",
+	       w, c->wnd);
+	w = c->wnd;
+	unmarked_round(c, deep, 2 * deep);
+	tap_ok(c->wnd == w + c->cfg.ai_bytes,
+	       "the fastest path at the threshold: no cut (%u -> %u)", w, c->wnd);
+	w = c->wnd;
+	unmarked_round(c, 30 * US, 4 * deep);
+	tap_ok(c->wnd == w + c->cfg.ai_bytes,
+	       "a queue on one path only leaves the window to the paths (%u -> %u)",
+	       w, c->wnd);
+	c->path[0].state = MR_PATH_DEAD;
+	w = c->wnd;
+	unmarked_round(c, 30 * US, 4 * deep);
+	tap_ok(c->wnd == w / 2,
+	       "a dead path's short round trip does not count (%u -> %u)", w,
+	       c->wnd);
+	ep_free(e);
+}
+
 static void test_hint(void)
 {
 	struct ep *e = sender(1);
@@ -844,6 +884,7 @@ int main(void)
 	test_ack_qp_blocks();
 	test_ack_ports();
 	test_cc();
+	test_unmarked_queue();
 	test_hint();
 	test_pacing();
 	test_path_split();

@@ -425,6 +425,28 @@ static int mr_conn_queueing(const struct mr_conn *c)
 	return 0;
 }
 
+/*
+ * A standing queue that does not mark, in front of every path (a host's
+ * receive backlog): even the fastest usable path's smoothed round trip is
+ * over eight times the smallest minimum plus half the minimum RTO.
+ */
+static int mr_conn_unmarked_queue(const struct mr_conn *c)
+{
+	u32 i, rtt = 0, base = 0;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *p = &c->path[i];
+
+		if (!mr_path_usable(p) || !p->srtt || !p->min_rtt)
+			continue;
+		if (!rtt || p->srtt < rtt)
+			rtt = p->srtt;
+		if (!base || p->min_rtt < base)
+			base = p->min_rtt;
+	}
+	return rtt && rtt > 8 * (u64)base + c->cfg.rto_min_ns / 2;
+}
+
 static u32 mr_hint_cap(const struct mr_conn *c)
 {
 	/* bytes = Mbit/s * ns / 8000, plus a quarter of headroom */
@@ -479,6 +501,10 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 	if (c->round_ce) {
 		cut = (u32)((u64)c->wnd * mr_max32(c->alpha, 64) / 2048);
 		c->wnd -= cut;
+		c->slow_start = 0;
+	} else if (mr_conn_unmarked_queue(c)) {
+		/* Not one mark, yet a queue many round trips deep: halve. */
+		c->wnd /= 2;
 		c->slow_start = 0;
 	} else if (!limited) {
 		/* Not window-limited: keep the window. */
