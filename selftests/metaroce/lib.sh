@@ -460,7 +460,9 @@ mr_cm_listening() {
 # MR_PAIR_RETRY=REGEX: when the pair failed and one side printed a line
 # matching REGEX (a known flaw of the tool, not of the device), it is run
 # again, up to MR_PAIR_TRIES times in all (default 3), and each retry is
-# logged.
+# logged. MR_PAIR_RETRY_CRASH=1: a side killed by SIGSEGV, SIGBUS or
+# SIGABRT is run again too, and what the kernel logged of the crash is
+# shown.
 mr_pair() {
 	local name=$1 ready=$2 srv=() cli=() ready_cmd=() pid t0=$SECONDS
 	local limit=${MR_PAIR_TIMEOUT:-120} try why tries=${MR_PAIR_TRIES:-3}
@@ -496,9 +498,11 @@ mr_pair() {
 		fi
 		wait "$pid" || MR_PAIR_SRV_RC=$?
 		((MR_PAIR_SRV_RC != 0 || MR_PAIR_CLI_RC != 0)) || break
-		((try < tries)) && [[ -n ${MR_PAIR_RETRY:-} ]] || break
-		why=$(grep -hE "$MR_PAIR_RETRY" "$MR_TMP/$name.client" \
-			"$MR_TMP/$name.server" | head -n 1) || break
+		((try < tries)) || break
+		why=$(_mr_pair_crash) ||
+			why=$([[ -n ${MR_PAIR_RETRY:-} ]] && grep -hE \
+				"$MR_PAIR_RETRY" "$MR_TMP/$name.client" \
+				"$MR_TMP/$name.server" | head -n 1) || break
 		mr_log "$name: failed (server $MR_PAIR_SRV_RC, client" \
 			"$MR_PAIR_CLI_RC) after '$why': again"
 	done
@@ -508,6 +512,24 @@ mr_pair() {
 			"$MR_PAIR_CLI_RC (124: timed out after ${limit}s)"
 	fi
 	mr_log "$name: both sides exited 0 in $((SECONDS - t0))s"
+}
+
+# _mr_pair_crash: with MR_PAIR_RETRY_CRASH set, a side of the pair was
+# killed by SIGSEGV, SIGBUS or SIGABRT (a crash of the user-space tool);
+# prints what the kernel logged of it.
+_mr_pair_crash() {
+	local rc
+	[[ -n ${MR_PAIR_RETRY_CRASH:-} ]] || return 1
+	for rc in "$MR_PAIR_CLI_RC" "$MR_PAIR_SRV_RC"; do
+		case $rc in
+		134 | 135 | 139)
+			echo "signal $((rc - 128)); kernel:" \
+				"$(dmesg | grep -E 'segfault at|traps:' | tail -n 1)"
+			return 0
+			;;
+		esac
+	done
+	return 1
 }
 
 # _mr_ready_or_gone PID CMD...: CMD succeeds, or PID has ended.
