@@ -176,6 +176,7 @@ enum mr_stat {
 	MR_ST_MSG_DONE_RX,	/* responder messages completed */
 	MR_ST_TX_RESETS,	/* RESETs sent (a sender's epoch unknown) */
 	MR_ST_RX_RESETS,	/* RESETs received: epoch announced again */
+	MR_ST_RX_EPOCH_RESTORED, /* a displaced epoch came back: window restored */
 	MR_ST_MAX
 };
 
@@ -473,6 +474,12 @@ struct mr_conn {
 	u32 dsn_cum;		/* every DSN before this was processed */
 	u32 dsn_bits[MR_DSN_WND / 32];	/* ring: bit dsn % MR_DSN_WND */
 	u64 rx_last;
+	u32 rx_epoch_pkts;	/* packets processed since rx_epoch's adoption */
+	/* the last epoch displaced by another, to restore if it returns */
+	u32 old_epoch;		/* 0: none */
+	u32 old_pkts;
+	u32 old_cum;
+	u32 old_bits[MR_DSN_WND / 32];
 	u32 ack_pending;	/* packets not yet acknowledged */
 	u8 ack_now;
 	u64 ack_deadline;

@@ -201,6 +201,73 @@ static void test_epoch(void)
 	ep_free(e);
 }
 
+/* A forged SYN pushes the live epoch out; when it returns, nothing counts twice. */
+static void test_epoch_restored(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_hdr h;
+	struct mr_rmsg *t;
+	int r1, r2;
+
+	mr_conn_cfg_default(&cfg);
+	e = receiver(&cfg);
+	t = &e->qp[0].rq[0x200 % MR_MSG_WND];
+	/* segments 0 and 2 of a 3 KiB WRITE land, 1 is still on its way */
+	ep_hdr_req(e, &h, MR_OP_WRITE, 0, 0x200, 0, PEER, PEER, 3072, 0, 1024);
+	ep_rx(e, &h, 0);
+	ep_hdr_req(e, &h, MR_OP_WRITE, 0, 0x200, 2, PEER, PEER + 2, 3072, 2048,
+		   1024);
+	ep_rx(e, &h, 0);
+	/* a forged SYN after a quiet time */
+	e->now += cfg.epoch_quiet_ns;
+	ep_hdr_nop(e, &h, 1, 0x7777, 0x7777);
+	h.epoch = 0x7777;
+	h.syn_dsn = 0x7777;
+	ep_rx(e, &h, 0);
+	tap_ok(e->c.rx_epoch == 0x7777 && e->c.old_epoch == PEER &&
+	       t->landed == 2048,
+	       "a forged SYN is adopted; the displaced epoch's window is kept");
+	/* the real sender, RESET, resends what it has not seen acknowledged */
+	e->now += cfg.epoch_quiet_ns;
+	ep_hdr_req(e, &h, MR_OP_WRITE, 0, 0x200, 2, PEER + 9, PEER + 2, 3072,
+		   2048, 1024);
+	h.syn_dsn = PEER;
+	h.flags |= MR_F_RETX;
+	r1 = ep_rx(e, &h, 0);
+	tap_ok(e->c.rx_epoch == PEER && r1 == MR_RXA_DROP &&
+	       e->last_rx.reason == MR_DROP_DUP && t->landed == 2048 &&
+	       e->c.stats[MR_ST_RX_EPOCH_RESTORED] == 1 && !e->c.old_epoch,
+	       "the returning epoch gets its window back: a re-sent segment is a duplicate (landed %u)",
+	       t->landed);
+	ep_hdr_req(e, &h, MR_OP_WRITE, 0, 0x200, 1, PEER + 10, PEER + 1, 3072,
+		   1024, 1024);
+	h.syn_dsn = PEER;
+	r2 = ep_rx(e, &h, 0);
+	tap_ok(r2 == MR_RXA_WRITE && e->qp[0].rq_msn == 0x201 &&
+	       e->c.dsn_cum == PEER + 3,
+	       "the missing segment completes the message exactly once");
+	ep_free(e);
+
+	/* a SYN DSN past the remembered window's start advances it */
+	e = receiver(&cfg);
+	ep_hdr_nop(e, &h, 0, PEER, PEER);
+	ep_rx(e, &h, 0);
+	e->now += cfg.epoch_quiet_ns;
+	ep_hdr_nop(e, &h, 1, 0x7777, 0x7777);
+	h.epoch = 0x7777;
+	h.syn_dsn = 0x7777;
+	ep_rx(e, &h, 0);
+	e->now += cfg.epoch_quiet_ns;
+	ep_hdr_nop(e, &h, 0, PEER + 5, PEER + 5);
+	h.syn_dsn = PEER + 5;
+	ep_rx(e, &h, 0);
+	tap_ok(e->c.rx_epoch == PEER && e->c.dsn_cum == PEER + 6,
+	       "a restored window starts at the SYN DSN when that is ahead (cum %#x)",
+	       e->c.dsn_cum);
+	ep_free(e);
+}
+
 static void test_syn_cleared(void)
 {
 	struct ep *e = sender(1);
@@ -879,6 +946,7 @@ int main(void)
 	test_dsn_window();
 	test_nop();
 	test_epoch();
+	test_epoch_restored();
 	test_syn_cleared();
 	test_ack_coalescing();
 	test_ack_qp_blocks();

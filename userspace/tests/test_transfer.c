@@ -166,9 +166,71 @@ static void restart_test(u32 loss_ppm, const char *name)
 	h_net_free(n);
 }
 
+/*
+ * A SEND is half placed at B when B's ACKs stop reaching A, then nothing
+ * flows for longer than epoch_quiet_ns and a forged SYN with another epoch
+ * arrives at B from A's address: B adopts it. A's next packets draw a
+ * RESET, A announces its epoch again and resends everything B has not
+ * acknowledged, much of which B had placed. B must take its old window
+ * back so that nothing counts twice: the receive completes once, with
+ * every byte.
+ */
+static void forged_syn_test(const char *name)
+{
+	struct h_net *n = net(0, 0x3000, 0x5000);
+	struct h_host *b = &n->host[1];
+	u32 len = 4u << 20, i, nrecv = 0, got = 0;
+	struct mr_hdr h;
+	struct mr_rx rx;
+	int k, ok;
+
+	n->link[0].rate_bps = 10000000000ull;
+	n->link[1].rate_bps = 10000000000ull;
+	h_connect(n, 0, 100, 200);
+	fill(n, 0, 0, len, 6);
+	h_post_recv(n, 1, 0, 2u << 20, len);
+	k = h_post(n, 0, 0, MR_WR_SEND, 0, len, 0, 0);
+	h_run_for(n, 200000);
+	ok = !n->host[0].conn.syn;
+	n->link[1].down = 1;
+	h_run_for(n, 50000);
+	n->link[0].down = 1;
+	h_run_for(n, b->conn.cfg.epoch_quiet_ns + 1000000);
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_NOP;
+	h.flags = MR_F_SYN;
+	h.epoch = 0x7e7e7e7e;
+	h.syn_dsn = h.epoch;
+	h.dsn = h.epoch;
+	h.psn = h.epoch;
+	mr_conn_rx(&b->conn, NULL, &h, NULL, 0, n->now, &rx);
+	ok = ok && b->conn.rx_epoch == 0x7e7e7e7e;
+	n->link[0].down = 0;
+	n->link[1].down = 0;
+	ok = ok && h_run(n, 20 * SEC) == 0 &&
+	     n->host[0].wrs[k].cqe.status == MR_WC_OK;
+	for (i = 0; i < b->ncqe; i++) {
+		if (b->cqes[i].opcode != MR_WC_RECV)
+			continue;
+		nrecv++;
+		got = b->cqes[i].status == MR_WC_OK ? b->cqes[i].byte_len : 0;
+	}
+	tap_ok(ok && nrecv == 1 && got == len && same(n, 0, 0, 1, 2u << 20, len),
+	       "%s: the SEND completes once, intact, after a forged SYN (recv %u, %u bytes)",
+	       name, nrecv, got);
+	tap_ok(b->conn.stats[MR_ST_RX_EPOCH_RESTORED] == 1 &&
+	       b->conn.rx_epoch == n->host[0].conn.epoch &&
+	       n->host[0].conn.stats[MR_ST_RX_RESETS] >= 1,
+	       "%s: A was asked to resynchronise and B restored A's window (restored %llu, RESETs %llu)",
+	       name,
+	       (unsigned long long)b->conn.stats[MR_ST_RX_EPOCH_RESTORED],
+	       (unsigned long long)n->host[0].conn.stats[MR_ST_RX_RESETS]);
+	h_net_free(n);
+}
+
 int main(void)
 {
-	tap_plan(18);
+	tap_plan(20);
 	write_test(0, 1u << 20, "write 1MiB lossless");
 	write_test(10000, 1u << 20, "write 1MiB 1% loss");
 	write_test(100000, 1u << 20, "write 1MiB 10% loss");
@@ -179,5 +241,6 @@ int main(void)
 	read_atomic_test(200000, "read/atomic 20% loss");
 	restart_test(0, "restart");
 	restart_test(50000, "restart 5% loss");
+	forged_syn_test("forged SYN");
 	return tap_done();
 }

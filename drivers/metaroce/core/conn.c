@@ -547,11 +547,42 @@ void mr_conn_cc_on_timeout(struct mr_conn *c, u64 now)
 
 /* Receive half */
 
+/*
+ * Adopt @epoch, whose sender's lowest unfinished DSN is @base. A displaced
+ * epoch's DSN window is remembered (one slot, kept for the epoch that had
+ * processed more packets): if that sender comes back (its view was pushed
+ * out by a forged SYN, say), the window is restored and what was already
+ * processed is recognised as duplicate when it is resent, instead of
+ * being processed twice.
+ */
 static void mr_rx_reset(struct mr_conn *c, u32 epoch, u32 base)
 {
+	u32 d;
+
+	if (epoch == c->old_epoch && (base - c->old_cum < MR_DSN_WND ||
+				      c->old_cum - base <= MR_DSN_WND)) {
+		c->dsn_cum = c->old_cum;
+		memcpy(c->dsn_bits, c->old_bits, sizeof(c->dsn_bits));
+		/* Every DSN before @base is finished: none comes again. */
+		for (d = c->dsn_cum; mr_seq_lt(d, base); d++)
+			mr_bit_clear(c->dsn_bits, d % MR_DSN_WND);
+		if (mr_seq_lt(c->dsn_cum, base))
+			c->dsn_cum = base;
+		c->old_epoch = 0;
+		mr_stat(c, MR_ST_RX_EPOCH_RESTORED, 1);
+	} else {
+		if (c->rx_epoch && (!c->old_epoch ||
+				    c->rx_epoch_pkts >= c->old_pkts)) {
+			c->old_epoch = c->rx_epoch;
+			c->old_pkts = c->rx_epoch_pkts;
+			c->old_cum = c->dsn_cum;
+			memcpy(c->old_bits, c->dsn_bits, sizeof(c->old_bits));
+		}
+		c->dsn_cum = base;
+		memset(c->dsn_bits, 0, sizeof(c->dsn_bits));
+	}
 	c->rx_epoch = epoch;
-	c->dsn_cum = base;
-	memset(c->dsn_bits, 0, sizeof(c->dsn_bits));
+	c->rx_epoch_pkts = 0;
 	memset(c->rpath, 0, sizeof(c->rpath));
 	c->ack_pending = 0;
 	c->ack_now = 0;
@@ -689,6 +720,8 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 		mr_rx_reset(c, h->epoch, h->syn_dsn);
 	}
 	c->rx_last = now;
+	if (c->rx_epoch_pkts != ~0u)
+		c->rx_epoch_pkts++;
 	c->rx_meter_bytes += (u64)h->hlen + h->plen;
 	c->rx_meter_pkts++;
 	if (ce)
