@@ -201,6 +201,18 @@ static void test_epoch(void)
 	ep_free(e);
 }
 
+/* After a quiet time, a forged SYN in epoch 0x7777 from the peer's address. */
+static void forged_syn(struct ep *e, const struct mr_conn_cfg *cfg)
+{
+	struct mr_hdr h;
+
+	e->now += cfg->epoch_quiet_ns;
+	ep_hdr_nop(e, &h, 1, 0x7777, 0x7777);
+	h.epoch = 0x7777;
+	h.syn_dsn = 0x7777;
+	ep_rx(e, &h, 0);
+}
+
 /* A forged SYN pushes the live epoch out; when it returns, nothing counts twice. */
 static void test_epoch_restored(void)
 {
@@ -219,12 +231,7 @@ static void test_epoch_restored(void)
 	ep_hdr_req(e, &h, MR_OP_WRITE, 0, 0x200, 2, PEER, PEER + 2, 3072, 2048,
 		   1024);
 	ep_rx(e, &h, 0);
-	/* a forged SYN after a quiet time */
-	e->now += cfg.epoch_quiet_ns;
-	ep_hdr_nop(e, &h, 1, 0x7777, 0x7777);
-	h.epoch = 0x7777;
-	h.syn_dsn = 0x7777;
-	ep_rx(e, &h, 0);
+	forged_syn(e, &cfg);
 	tap_ok(e->c.rx_epoch == 0x7777 && e->c.old_epoch == PEER &&
 	       t->landed == 2048,
 	       "a forged SYN is adopted; the displaced epoch's window is kept");
@@ -253,11 +260,7 @@ static void test_epoch_restored(void)
 	e = receiver(&cfg);
 	ep_hdr_nop(e, &h, 0, PEER, PEER);
 	ep_rx(e, &h, 0);
-	e->now += cfg.epoch_quiet_ns;
-	ep_hdr_nop(e, &h, 1, 0x7777, 0x7777);
-	h.epoch = 0x7777;
-	h.syn_dsn = 0x7777;
-	ep_rx(e, &h, 0);
+	forged_syn(e, &cfg);
 	e->now += cfg.epoch_quiet_ns;
 	ep_hdr_nop(e, &h, 0, PEER + 5, PEER + 5);
 	h.syn_dsn = PEER + 5;
