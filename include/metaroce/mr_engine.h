@@ -442,6 +442,7 @@ struct mr_conn {
 	/* send half */
 	u32 epoch;
 	u8 syn;			/* our epoch not acknowledged yet */
+	u32 peer_epoch;		/* from an ACK or RESET naming ours; 0 none */
 	u8 slow_start;
 	u8 npaths;
 	u8 ack_rr;

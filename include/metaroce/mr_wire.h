@@ -35,12 +35,15 @@
  * SEND: ssn:32 (receive-queue match number); CMP_SWAP and
  * FETCH_ADD: RETH + swap_add:64 + compare:64; ATOMIC_RESP: orig:64; then the
  * optional IMM (imm:32) or INV (rkey:32) word, and, when SYN is set, the
- * syn_dsn:32 word: the sender's lowest unacknowledged DSN, from which a
- * receiver that does not know the epoch yet starts its data window.
+ * syn_dsn:32 word (the sender's lowest unacknowledged DSN, from which a
+ * receiver that does not know the epoch yet starts its data window) and the
+ * syn_echo:32 word (the receiver's own epoch as the sender last learned it
+ * from an ACK or RESET, 0 if unknown: a receiver with a live view of
+ * another epoch adopts the new one only if it echoes its epoch).
  *
  * RESET (unsequenced): unknown_epoch:32, sent by a receiver to a sender
- * whose non-SYN packets carry an epoch it does not know (it restarted); the
- * sender then sets SYN (with syn_dsn) again until acknowledged.
+ * whose packets carry an epoch it does not know or cannot adopt yet; the
+ * sender then sets SYN (with syn_dsn and syn_echo) again until acknowledged.
  */
 #ifndef METAROCE_MR_WIRE_H
 #define METAROCE_MR_WIRE_H
@@ -67,15 +70,17 @@
 #define MR_ACK_QP_LEN		12
 #define MR_UD_HLEN		16
 #define MR_ACKREQ_HLEN		8
+#define MR_SYN_LEN		8	/* syn_dsn + syn_echo */
 /* Largest header of a packet that carries payload (WRITE, IMM, SYN). */
-#define MR_DATA_HLEN_MAX	(MR_BASE_HLEN + MR_RC_HLEN + MR_RETH_LEN + 4 + 4)
+#define MR_DATA_HLEN_MAX	(MR_BASE_HLEN + MR_RC_HLEN + MR_RETH_LEN + 4 + \
+				 MR_SYN_LEN)
 /* Largest ACK (every path block and every QP block). */
 #define MR_ACK_MAX_LEN		(MR_BASE_HLEN + MR_ACKH_LEN + \
 				 MR_MAX_PATHS * MR_ACK_PATH_LEN + \
 				 MR_ACK_MAX_QP * MR_ACK_QP_LEN)
 /* Largest header of any packet (atomic request with SYN). */
 #define MR_HLEN_MAX		(MR_BASE_HLEN + MR_RC_HLEN + MR_RETH_LEN + \
-				 MR_ATOMIC_ETH_LEN + 4)
+				 MR_ATOMIC_ETH_LEN + MR_SYN_LEN)
 
 enum mr_opcode {
 	MR_OP_WRITE		= 0x01,
@@ -94,7 +99,7 @@ enum mr_opcode {
 };
 
 enum mr_flags {
-	MR_F_SYN	= 0x0001,	/* epoch not yet acknowledged; +syn_dsn */
+	MR_F_SYN	= 0x0001,	/* epoch not yet acknowledged; +syn words */
 	MR_F_ACKREQ	= 0x0002,	/* acknowledge without delay */
 	MR_F_RETX	= 0x0004,	/* retransmission (informational) */
 	MR_F_IMM	= 0x0008,	/* immediate data word present */
@@ -175,6 +180,7 @@ struct mr_hdr {
 	u64 orig;
 	u32 qkey;
 	u32 syn_dsn;		/* SYN: sender's lowest unacknowledged DSN */
+	u32 syn_echo;		/* SYN: the receiver's epoch, as known; or 0 */
 	u32 reset_epoch;	/* RESET: the epoch the receiver did not know */
 };
 

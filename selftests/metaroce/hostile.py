@@ -44,11 +44,12 @@ OP = {}
 F = {}
 VERSION = 1
 SYN_WORD = False
+SYN_ECHO = False
 
 
 def load_wire(path):
-    """Opcode and flag values, and whether SYN carries a DSN word."""
-    global VERSION, SYN_WORD
+    """Opcode and flag values, and which words SYN carries."""
+    global VERSION, SYN_WORD, SYN_ECHO
     text = open(path, encoding="utf-8").read()
     for name, val in re.findall(r"\bMR_OP_(\w+)\s*=\s*(0x[0-9a-fA-F]+)", text):
         OP[name] = int(val, 16)
@@ -58,6 +59,7 @@ def load_wire(path):
     if m:
         VERSION = int(m.group(1))
     SYN_WORD = "syn_dsn" in text
+    SYN_ECHO = "syn_echo" in text
     for need in ("WRITE", "SEND", "READ_REQ", "READ_RESP", "CMP_SWAP",
                  "FETCH_ADD", "ATOMIC_RESP", "NOP", "PROBE", "ACK",
                  "ACK_REQ", "UD_SEND"):
@@ -92,7 +94,8 @@ def now_tsval():
 def data_packet(op, *, flags=0, epoch=1, psn=0, path=0, dst=2, src=2, dsn=0,
                 msn=0, gen=0, msg_len=None, offset=0, payload=b"",
                 raddr=0x10000, rkey=0x1234, ssn=0, extra=b"", syn_dsn=None,
-                tsval=None, version=None, hlen_delta=0, plen=None):
+                syn_echo=None, tsval=None, version=None, hlen_delta=0,
+                plen=None):
     """A sequenced RC packet; every field may be overridden."""
     if msg_len is None:
         msg_len = len(payload)
@@ -109,6 +112,8 @@ def data_packet(op, *, flags=0, epoch=1, psn=0, path=0, dst=2, src=2, dsn=0,
         ext += struct.pack(">I", 0xfeedf00d)
     if SYN_WORD and flags & F["SYN"]:
         ext += struct.pack(">I", dsn if syn_dsn is None else syn_dsn)
+    if SYN_ECHO and flags & F["SYN"]:
+        ext += struct.pack(">I", guess_echo() if syn_echo is None else syn_echo)
     ext += extra
     if op == OP["NOP"]:	# a NOP names nothing but its DSN
         dst = src = msn = gen = msg_len = offset = 0
@@ -119,10 +124,17 @@ def data_packet(op, *, flags=0, epoch=1, psn=0, path=0, dst=2, src=2, dsn=0,
                 version, hlen // 4 + hlen_delta) + hdr + payload
 
 
+def guess_echo():
+    """The receiver's own epoch, as an off-path attacker can only guess it."""
+    return random.getrandbits(32)
+
+
 def probe(epoch=1, psn=0, path=0, flags=0):
     ext = b""
     if SYN_WORD and flags & F["SYN"]:
         ext = struct.pack(">I", 0)
+    if SYN_ECHO and flags & F["SYN"]:
+        ext += struct.pack(">I", guess_echo())
     hlen = BASE_HLEN + len(ext)
     return base(OP["PROBE"], hlen, 0, flags, epoch, psn, path,
                 now_tsval()) + ext
@@ -407,15 +419,12 @@ def cmd_epoch(args):
     live = int(e["rx_epoch"], 16) if e else 0
     pkts = []
     for _ in range(args.repeat):
-        # One epoch per packet: a SYN that is taken (below) must not make
-        # the packets after it valid.
+        # One epoch per packet, as an attacker trying its luck would send.
         for name, _ in wrong_epoch(1):
             epoch = live
             while epoch in (live, 0):
                 epoch = random.getrandbits(32)
             pkts += [p for p in wrong_epoch(epoch) if p[0] == name]
-    # A SYN may legitimately be taken when the direction has been quiet
-    # for epoch_quiet_ns (protocol.rst, section 11): counted apart.
     print(f"syn {sum(1 for name, _ in pkts if 'SYN' in name)}")
     print(f"sent {send_all(args, pkts)}")
 

@@ -279,8 +279,12 @@ void ep_hdr_nop(struct ep *e, struct mr_hdr *h, u32 path, u32 psn, u32 dsn)
 	h->opcode = MR_OP_NOP;
 	h->epoch = e->peer_epoch;
 	h->flags = MR_F_SYN;
-	/* The peer has nothing acknowledged yet: its data starts at its epoch. */
+	/*
+	 * The peer has nothing acknowledged yet: its data starts at its epoch.
+	 * It has heard from us (an ACK or RESET) and echoes our epoch.
+	 */
 	h->syn_dsn = e->peer_epoch;
+	h->syn_echo = e->c.epoch;
 	h->path = (u8)path;
 	h->psn = psn;
 	h->dsn = dsn;
@@ -294,8 +298,12 @@ void ep_hdr_req(struct ep *e, struct mr_hdr *h, u8 opcode, u32 qp, u32 msn,
 	h->opcode = opcode;
 	h->epoch = e->peer_epoch;
 	h->flags = MR_F_SYN;
-	/* The peer has nothing acknowledged yet: its data starts at its epoch. */
+	/*
+	 * The peer has nothing acknowledged yet: its data starts at its epoch.
+	 * It has heard from us (an ACK or RESET) and echoes our epoch.
+	 */
 	h->syn_dsn = e->peer_epoch;
+	h->syn_echo = e->c.epoch;
 	h->path = (u8)path;
 	h->psn = psn;
 	h->dsn = dsn;

@@ -138,7 +138,8 @@ static void test_epoch(void)
 	struct mr_conn_cfg cfg;
 	struct ep *e;
 	struct mr_hdr h;
-	int r;
+	u32 from;
+	int r, i;
 
 	mr_conn_cfg_default(&cfg);
 	e = receiver(&cfg);
@@ -154,6 +155,7 @@ static void test_epoch(void)
 	tap_ok(r == MR_RXA_NONE && e->c.rx_epoch == PEER &&
 	       e->c.dsn_cum == PEER + 1, "a SYN packet's epoch is adopted");
 	/* a new epoch (peer restarted) while the old one is live */
+	from = e->ntx;
 	e->now += cfg.epoch_quiet_ns / 2;
 	ep_hdr_nop(e, &h, 1, 0x5555, 0x5555);
 	h.epoch = 0x5555;
@@ -171,7 +173,21 @@ static void test_epoch(void)
 	r = ep_rx(e, &h, 0);
 	tap_ok(r == MR_RXA_DROP && e->c.rx_epoch == PEER,
 	       "live traffic restarts the quiet time");
+	mr_conn_rx_flush(&e->c, e->now);
+	tap_ok(ep_count(e, from, MR_OP_RESET) == 0,
+	       "a SYN that echoes our epoch, held back by the quiet time, draws no RESET");
 	e->now += 1;
+	h.syn_echo = e->c.epoch + 1;
+	r = ep_rx(e, &h, 0);
+	from = e->ntx;
+	mr_conn_rx_flush(&e->c, e->now);
+	i = ep_last(e, MR_OP_RESET);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
+	       e->c.rx_epoch == PEER && i >= (int)from &&
+	       e->tx[i].h.reset_epoch == 0x5555 &&
+	       e->tx[i].h.epoch == e->c.epoch,
+	       "after the quiet time, a SYN that does not echo our epoch is refused and draws a RESET that tells ours");
+	h.syn_echo = e->c.epoch;
 	r = ep_rx(e, &h, 0);
 	tap_ok(r == MR_RXA_NONE && e->c.rx_epoch == 0x5555 &&
 	       e->c.dsn_cum == 0x5556 && !e->c.rpath[0].active &&
@@ -308,6 +324,53 @@ static void test_syn_cleared(void)
 		tap_ok(rx.action == MR_RXA_DROP && rx.reason == MR_DROP_BAD_ACK,
 		       "an ACK header without its blocks is dropped (bad_ack)");
 	}
+	ep_free(e);
+}
+
+/* A sender's SYNs echo the peer's epoch, learned from its ACKs and RESETs. */
+static void test_syn_echo(void)
+{
+	struct ep *e = sender(1);
+	struct mr_hdr h;
+	struct mr_ack a;
+	u32 from, i, ok = 1;
+	int r;
+
+	e->c.syn = 1;	/* a fresh connection */
+	ep_post(e, 0, MR_WR_WRITE, 4 * 1024, 1);
+	ep_tx(e);
+	tap_ok(e->tx[0].h.syn_echo == 0 && e->tx[3].h.syn_echo == 0,
+	       "before hearing from the peer, SYNs echo 0");
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_RESET;
+	h.epoch = 0xbeef0001;
+	h.reset_epoch = e->c.epoch + 1;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
+	       !e->c.peer_epoch && !e->c.rtx_cnt,
+	       "a RESET naming another epoch is dropped and teaches nothing");
+	h.reset_epoch = e->c.epoch;
+	ep_rx(e, &h, 0);
+	from = e->ntx;
+	ep_tx(e);
+	for (i = from; i < e->ntx; i++)
+		if (!(e->tx[i].h.flags & MR_F_SYN) ||
+		    e->tx[i].h.syn_echo != 0xbeef0001)
+			ok = 0;
+	tap_ok(ok && e->ntx - from == 4 && e->c.peer_epoch == 0xbeef0001,
+	       "a RESET naming our epoch teaches the peer's: everything in flight is resent echoing it (%u resent)",
+	       e->ntx - from);
+	ep_rx(e, &h, 0);
+	from = e->ntx;
+	ep_tx(e);
+	tap_ok(e->ntx == from && e->c.stats[MR_ST_RX_RESETS] == 2,
+	       "the same RESET again while SYN is set resends nothing");
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, 4, (u32)e->now);
+	ep_rx_ack(e, &a);
+	tap_ok(!e->c.syn && e->c.peer_epoch == e->peer_epoch,
+	       "an ACK for our epoch clears SYN and gives the peer's epoch (%#x)",
+	       e->c.peer_epoch);
 	ep_free(e);
 }
 
@@ -884,8 +947,10 @@ static void test_rx_rate_idle(void)
 
 	mr_conn_rx_rate(&e->c, e->now, NULL);
 	for (i = 0; i < 10; i++) {
+		u32 plen = 1000 - mr_wire_hlen(MR_OP_WRITE, MR_F_SYN);
+
 		ep_hdr_req(e, &h, MR_OP_WRITE, 0, 0x200 + i, 0, PEER + i,
-			   PEER + i, 1000 - 64, 0, 1000 - 64);
+			   PEER + i, plen, 0, plen);
 		ep_rx(e, &h, i < 3);
 	}
 	e->now += 80 * US;	/* 10 x 1000 bytes in 80 us = 1000 Mbit/s */
@@ -951,6 +1016,7 @@ int main(void)
 	test_epoch();
 	test_epoch_restored();
 	test_syn_cleared();
+	test_syn_echo();
 	test_ack_coalescing();
 	test_ack_qp_blocks();
 	test_ack_ports();

@@ -330,7 +330,7 @@ static void test_rto_backoff(void)
 	e->now = t - 1;
 	mr_conn_timer(&e->c, e->now);
 	/* Fresh connection: its packets carry the SYN word. */
-	tap_ok(p->timeouts == 0 && e->c.inflight == 5 * (WIRE + 4),
+	tap_ok(p->timeouts == 0 && e->c.inflight == 5 * (WIRE + MR_SYN_LEN),
 	       "nothing happens 1ns before the RTO");
 	e->now = t;
 	mr_conn_timer(&e->c, e->now);

@@ -167,19 +167,71 @@ static void restart_test(u32 loss_ppm, const char *name)
 }
 
 /*
+ * Host A (the sender) restarts while B's view of A's old epoch is live: A's
+ * new epoch cannot echo B's epoch yet, so B refuses its SYNs and answers
+ * with a RESET, which tells A B's epoch; A's SYNs then echo it and B adopts
+ * the new epoch once the old one has been quiet for epoch_quiet_ns.
+ */
+static void sender_restart_test(const char *name)
+{
+	struct h_net *n = net(0, 0x7100, 0x9100);
+	struct h_host *a = &n->host[0], *b = &n->host[1];
+	struct mr_qp *qa = &a->qps[0].qp, *qb = &b->qps[0].qp;
+	struct mr_qp_attr at;
+	struct mr_conn_cfg cfg;
+	int k, ok;
+
+	h_connect(n, 0, 100, 200);
+	fill(n, 0, 0, 65536, 5);
+	h_post(n, 0, 0, MR_WR_WRITE, 0, 65536, 4u << 20, 0);
+	ok = h_run(n, 10 * SEC) == 0 && b->conn.rx_epoch == 0x7100;
+	mr_qp_detach(qa);
+	cfg = a->conn.cfg;
+	if (mr_conn_init(&a->conn, &cfg, a->segs, &h_ops, a, 0xa0a0, 78,
+			 n->now))
+		abort();
+	at = qa->attr;
+	at.rq_psn = qb->sq_nxt;
+	at.sq_psn = qb->rq_msn;
+	mr_qp_init(qa, qa->qpn);
+	if (mr_qp_connect(qa, &a->conn, &at, n->now) ||
+	    mr_qp_rts(qa, &at, n->now))
+		abort();
+	fill(n, 0, 65536, 65536, 6);
+	k = h_post(n, 0, 0, MR_WR_WRITE, 65536, 65536, (4u << 20) + 65536, 0);
+	ok = ok && h_run(n, 10 * SEC) == 0 &&
+	     a->wrs[k].cqe.status == MR_WC_OK;
+	tap_ok(ok && b->conn.rx_epoch == 0xa0a0 &&
+	       b->conn.stats[MR_ST_TX_RESETS] &&
+	       a->conn.stats[MR_ST_RX_RESETS] &&
+	       a->conn.peer_epoch == b->conn.epoch,
+	       "%s: B takes A's new epoch once A echoes B's, learned from a RESET (RESETs %llu/%llu)",
+	       name, (unsigned long long)b->conn.stats[MR_ST_TX_RESETS],
+	       (unsigned long long)a->conn.stats[MR_ST_RX_RESETS]);
+	tap_ok(same(n, 0, 65536, 1, (4u << 20) + 65536, 65536),
+	       "%s: data after the restart intact", name);
+	h_net_free(n);
+}
+
+/*
  * A SEND is half placed at B when B's ACKs stop reaching A, then nothing
  * flows for longer than epoch_quiet_ns and a forged SYN with another epoch
- * arrives at B from A's address: B adopts it. A's next packets draw a
- * RESET, A announces its epoch again and resends everything B has not
+ * arrives at B from A's address.
+ *
+ * Off path (@knows_epoch 0), the forger cannot echo B's epoch: B refuses
+ * the SYN and the transfer goes on untouched. On path (@knows_epoch 1), it
+ * can, and B adopts the forged epoch. A's next packets draw a RESET, A
+ * announces its epoch again and resends everything B has not
  * acknowledged, much of which B had placed. B must take its old window
- * back so that nothing counts twice: the receive completes once, with
- * every byte.
+ * back so that nothing counts twice. Either way the receive completes once,
+ * with every byte.
  */
-static void forged_syn_test(const char *name)
+static void forged_syn_test(int knows_epoch, const char *name)
 {
 	struct h_net *n = net(0, 0x3000, 0x5000);
 	struct h_host *b = &n->host[1];
 	u32 len = 4u << 20, i, nrecv = 0, got = 0;
+	u64 resets;
 	struct mr_hdr h;
 	struct mr_rx rx;
 	int k, ok;
@@ -196,15 +248,17 @@ static void forged_syn_test(const char *name)
 	h_run_for(n, 50000);
 	n->link[0].down = 1;
 	h_run_for(n, b->conn.cfg.epoch_quiet_ns + 1000000);
+	resets = n->host[0].conn.stats[MR_ST_RX_RESETS];
 	memset(&h, 0, sizeof(h));
 	h.opcode = MR_OP_NOP;
 	h.flags = MR_F_SYN;
 	h.epoch = 0x7e7e7e7e;
 	h.syn_dsn = h.epoch;
+	h.syn_echo = knows_epoch ? b->conn.epoch : 0x5eed5eed;
 	h.dsn = h.epoch;
 	h.psn = h.epoch;
 	mr_conn_rx(&b->conn, NULL, &h, NULL, 0, n->now, &rx);
-	ok = ok && b->conn.rx_epoch == 0x7e7e7e7e;
+	ok = ok && b->conn.rx_epoch == (knows_epoch ? 0x7e7e7e7e : 0x3000);
 	n->link[0].down = 0;
 	n->link[1].down = 0;
 	ok = ok && h_run(n, 20 * SEC) == 0 &&
@@ -218,19 +272,27 @@ static void forged_syn_test(const char *name)
 	tap_ok(ok && nrecv == 1 && got == len && same(n, 0, 0, 1, 2u << 20, len),
 	       "%s: the SEND completes once, intact, after a forged SYN (recv %u, %u bytes)",
 	       name, nrecv, got);
-	tap_ok(b->conn.stats[MR_ST_RX_EPOCH_RESTORED] == 1 &&
-	       b->conn.rx_epoch == n->host[0].conn.epoch &&
-	       n->host[0].conn.stats[MR_ST_RX_RESETS] >= 1,
-	       "%s: A was asked to resynchronise and B restored A's window (restored %llu, RESETs %llu)",
-	       name,
-	       (unsigned long long)b->conn.stats[MR_ST_RX_EPOCH_RESTORED],
-	       (unsigned long long)n->host[0].conn.stats[MR_ST_RX_RESETS]);
+	resets = n->host[0].conn.stats[MR_ST_RX_RESETS] - resets;
+	if (knows_epoch)
+		tap_ok(b->conn.stats[MR_ST_RX_EPOCH_RESTORED] == 1 &&
+		       b->conn.rx_epoch == n->host[0].conn.epoch && resets,
+		       "%s: A was asked to resynchronise and B restored A's window (restored %llu, RESETs %llu)",
+		       name,
+		       (unsigned long long)b->conn.stats[MR_ST_RX_EPOCH_RESTORED],
+		       (unsigned long long)resets);
+	else
+		tap_ok(!b->conn.stats[MR_ST_RX_EPOCH_RESTORED] &&
+		       b->conn.rx_epoch == n->host[0].conn.epoch && !resets &&
+		       b->conn.drops[MR_DROP_EPOCH] == 1,
+		       "%s: B refused the SYN, A never had to resynchronise (RESETs %llu, epoch drops %llu)",
+		       name, (unsigned long long)resets,
+		       (unsigned long long)b->conn.drops[MR_DROP_EPOCH]);
 	h_net_free(n);
 }
 
 int main(void)
 {
-	tap_plan(20);
+	tap_plan(24);
 	write_test(0, 1u << 20, "write 1MiB lossless");
 	write_test(10000, 1u << 20, "write 1MiB 1% loss");
 	write_test(100000, 1u << 20, "write 1MiB 10% loss");
@@ -241,6 +303,8 @@ int main(void)
 	read_atomic_test(200000, "read/atomic 20% loss");
 	restart_test(0, "restart");
 	restart_test(50000, "restart 5% loss");
-	forged_syn_test("forged SYN");
+	sender_restart_test("sender restart");
+	forged_syn_test(0, "forged SYN off path");
+	forged_syn_test(1, "forged SYN on path");
 	return tap_done();
 }

@@ -143,8 +143,10 @@ static void mk(struct mr_hdr *h, u8 op, u16 flags)
 		h->imm = 0x01020304;
 	if (flags & MR_F_INV)
 		h->inv_rkey = 0x05060708;
-	if (flags & MR_F_SYN)
+	if (flags & MR_F_SYN) {
 		h->syn_dsn = 0x0badf00d;
+		h->syn_echo = 0xec40ec40;
+	}
 	if (op == MR_OP_RESET)
 		h->reset_epoch = 0x55667788;
 }
@@ -162,7 +164,8 @@ static int hdr_eq(const struct mr_hdr *a, const struct mr_hdr *b)
 	       a->ssn == b->ssn && a->imm == b->imm &&
 	       a->inv_rkey == b->inv_rkey && a->swap_add == b->swap_add &&
 	       a->compare == b->compare && a->orig == b->orig &&
-	       a->syn_dsn == b->syn_dsn && a->reset_epoch == b->reset_epoch &&
+	       a->syn_dsn == b->syn_dsn && a->syn_echo == b->syn_echo &&
+	       a->reset_epoch == b->reset_epoch &&
 	       a->qkey == b->qkey;
 }
 
@@ -1100,7 +1103,9 @@ static void test_hlen_table(void)
 	bad += mr_wire_hlen(MR_OP_WRITE, MR_F_IMM) != 64;
 	bad += mr_wire_hlen(MR_OP_WRITE, MR_F_IMM | MR_F_SYN) !=
 	       MR_DATA_HLEN_MAX;
-	bad += mr_wire_hlen(MR_OP_READ_RESP, MR_F_SYN) != 48;
+	bad += MR_DATA_HLEN_MAX != 72 || MR_HLEN_MAX != 84;
+	bad += mr_wire_hlen(MR_OP_READ_RESP, MR_F_SYN) != 52;
+	bad += mr_wire_hlen(MR_OP_PROBE, MR_F_SYN) != 28;
 	bad += mr_wire_hlen(MR_OP_SEND, MR_F_INV) != 52;
 	bad += mr_wire_hlen(MR_OP_CMP_SWAP, 0) != 76;
 	bad += mr_wire_hlen(MR_OP_CMP_SWAP, MR_F_SYN) != MR_HLEN_MAX;

@@ -143,6 +143,7 @@ static int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
 		if (c->syn) {
 			h->flags |= MR_F_SYN;
 			h->syn_dsn = c->dsn_una;
+			h->syn_echo = c->peer_epoch;
 		}
 	}
 	hlen = mr_wire_encode(buf, sizeof(buf), h);
@@ -610,8 +611,8 @@ static void mr_dsn_done(struct mr_conn *c, u32 dsn)
 	}
 }
 
-static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_ack *ack,
-			   u64 now, struct mr_rx *rx)
+static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_hdr *h,
+			   const struct mr_ack *ack, u64 now, struct mr_rx *rx)
 {
 	u32 i, d;
 
@@ -621,6 +622,7 @@ static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_ack *ack,
 	}
 	mr_stat(c, MR_ST_RX_ACKS, 1);
 	c->syn = 0;
+	c->peer_epoch = h->epoch;
 	if (ack->rate_hint != c->rate_hint) {
 		c->rate_hint = ack->rate_hint;
 		mr_conn_clamp(c);
@@ -648,9 +650,10 @@ static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_ack *ack,
 }
 
 /*
- * The peer does not know our epoch (it restarted or dropped its state):
- * announce our data window again with SYN, and resend what is in flight,
- * which it dropped.
+ * The peer does not know our epoch (it restarted or dropped its state), or
+ * cannot adopt it yet because our SYNs did not echo its own epoch: announce
+ * our data window again with SYN, now echoing the epoch this RESET came
+ * from, and resend what is in flight, which it dropped.
  */
 static void mr_conn_rx_reset_req(struct mr_conn *c, const struct mr_hdr *h,
 				 u64 now, struct mr_rx *rx)
@@ -660,8 +663,9 @@ static void mr_conn_rx_reset_req(struct mr_conn *c, const struct mr_hdr *h,
 		return;
 	}
 	mr_stat(c, MR_ST_RX_RESETS, 1);
-	if (!c->syn) {
+	if (!c->syn || c->peer_epoch != h->epoch) {
 		c->syn = 1;
+		c->peer_epoch = h->epoch;
 		mr_paths_requeue(c);
 	}
 	rx->action = MR_RXA_NONE;
@@ -693,7 +697,7 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 			mr_drop(c, rx, MR_DROP_BAD_ACK);
 			return;
 		}
-		mr_conn_rx_ack(c, ack, now, rx);
+		mr_conn_rx_ack(c, h, ack, now, rx);
 		return;
 	}
 
@@ -702,14 +706,20 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 		return;
 	}
 	if (h->epoch != c->rx_epoch) {
-		if (!(h->flags & MR_F_SYN) || !mr_op_sequenced(h->opcode) ||
-		    (c->rx_epoch && now - c->rx_last < c->cfg.epoch_quiet_ns)) {
+		int syn = (h->flags & MR_F_SYN) && mr_op_sequenced(h->opcode);
+		int echo = syn && h->syn_echo == c->epoch;
+
+		if (!syn || (c->rx_epoch &&
+			     (!echo || now - c->rx_last < c->cfg.epoch_quiet_ns))) {
 			/*
 			 * A sender we have no state for (we restarted, or
-			 * forgot it): ask it to resynchronise. Not for SYNs
-			 * held back by the quiet time: they resend anyway.
+			 * forgot it), or a new epoch that does not prove it
+			 * has heard from us: ask it to announce its epoch,
+			 * which also tells it ours. Not for a SYN that
+			 * echoes ours and is held back by the quiet time: it
+			 * is resent anyway.
 			 */
-			if (!(h->flags & MR_F_SYN) && mr_op_sequenced(h->opcode)) {
+			if (mr_op_sequenced(h->opcode) && !echo) {
 				c->reset_epoch = h->epoch;
 				c->ack_now = 1;
 			}

@@ -72,11 +72,11 @@ u32 mr_wire_hlen(u8 op, u16 flags)
 
 	if (!len)
 		return 0;
-	/* Optional words, in this order: IMM or INV, then SYN's syn_dsn. */
+	/* Optional words, in this order: IMM or INV, then SYN's two. */
 	if (flags & (MR_F_IMM | MR_F_INV))
 		len += 4;
 	if (flags & MR_F_SYN)
-		len += 4;
+		len += MR_SYN_LEN;
 	return len;
 }
 
@@ -347,8 +347,10 @@ int mr_wire_decode(const u8 *buf, u32 len, struct mr_hdr *h,
 		h->inv_rkey = mr_get32(p);
 	if (h->flags & (MR_F_IMM | MR_F_INV))
 		p += 4;
-	if (h->flags & MR_F_SYN)
+	if (h->flags & MR_F_SYN) {
 		h->syn_dsn = mr_get32(p);
+		h->syn_echo = mr_get32(p + 4);
+	}
 	return (int)hlen;
 }
 
@@ -449,8 +451,10 @@ int mr_wire_encode(u8 *buf, u32 size, const struct mr_hdr *h)
 		mr_put32(p, h->inv_rkey);
 	if (h->flags & (MR_F_IMM | MR_F_INV))
 		p += 4;
-	if (h->flags & MR_F_SYN)
+	if (h->flags & MR_F_SYN) {
 		mr_put32(p, h->syn_dsn);
+		mr_put32(p + 4, h->syn_echo);
+	}
 	return (int)hlen;
 }
 
