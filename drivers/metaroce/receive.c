@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Receive path: the UDP sockets' encap_rcv hook. Every datagram is hostile
- * until proven otherwise; this is where the data path will hand packets to
- * the transport engine (core/). For now each packet is matched to a device,
- * counted, checked for a minimal header and dropped, with its drop reason
- * counted.
+ * until proven otherwise. Here a packet is only matched to a device,
+ * counted, checked to hold a base header and queued, with its ECN mark, to
+ * the device's NAPI context (napi.c), where the transport engine (core/)
+ * validates all of it before anything is placed.
  *
  * Demultiplexing: a packet belongs to the device whose netdev owns the
  * packet's destination address. On multiplane hosts that address lives on a
