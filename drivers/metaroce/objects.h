@@ -471,5 +471,6 @@ struct sk_buff *mr_xmit_alloc(u32 len, gfp_t gfp);
  */
 int mr_xmit(struct mr_dev *dev, struct sk_buff *skb, const struct mr_addr *addr,
 	    u16 sport, u8 tclass, struct dst_cache *cache, u16 *cache_sport);
+u64 mr_route_key(struct mr_dev *dev, const struct mr_addr *addr, u16 sport);
 
 #endif /* _METAROCE_OBJECTS_H */

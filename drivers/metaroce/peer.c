@@ -158,6 +158,13 @@ static struct mr_qp *mr_peer_lookup_qp(void *env, struct mr_conn *c, u32 qpn)
 	return &qp->eng;
 }
 
+static u64 mr_peer_route_key(void *env, struct mr_conn *c, u16 sport)
+{
+	struct mr_peer *peer = env;
+
+	return mr_route_key(peer->dev, &peer->addr, sport);
+}
+
 static const struct mr_env_ops mr_peer_ops = {
 	.xmit = mr_peer_xmit,
 	.complete = mr_peer_complete,
@@ -165,6 +172,7 @@ static const struct mr_env_ops mr_peer_ops = {
 	.bind_recv = mr_peer_bind_recv,
 	.execute = mr_peer_execute,
 	.lookup_qp = mr_peer_lookup_qp,
+	.route_key = mr_peer_route_key,
 };
 
 static enum hrtimer_restart mr_peer_timer_fn(struct hrtimer *t)

@@ -130,3 +130,56 @@ drop:
 	kfree_skb(skb);
 	return err;
 }
+
+/*
+ * The next hop a packet to @addr with UDP source port @sport takes, as a
+ * non-zero key (output interface and gateway); 0 if there is no route.
+ * With an L4 multipath route, ports that hash to different next hops
+ * (planes) get different keys: the engine spreads its paths over them.
+ */
+u64 mr_route_key(struct mr_dev *dev, const struct mr_addr *addr, u16 sport)
+{
+	struct sock *sk = mr_net_sock(dev->mrn, addr->ipv4 ? AF_INET : AF_INET6);
+	u64 key;
+
+	if (!sk)
+		return 0;
+	if (addr->ipv4) {
+		struct flowi4 fl4 = {
+			.daddr = addr->remote.s6_addr32[3],
+			.saddr = addr->local.s6_addr32[3],
+			.flowi4_proto = IPPROTO_UDP,
+			.fl4_sport = htons(sport),
+			.fl4_dport = htons(mr_udp_port),
+		};
+		struct rtable *rt = ip_route_output_key(sock_net(sk), &fl4);
+
+		if (IS_ERR(rt))
+			return 0;
+		key = (u64)rt->dst.dev->ifindex << 32;
+		if (rt->rt_gw_family == AF_INET)
+			key |= (__force u32)rt->rt_gw4;
+		ip_rt_put(rt);
+	} else {
+		struct flowi6 fl6 = {
+			.daddr = addr->remote,
+			.saddr = addr->local,
+			.flowi6_proto = IPPROTO_UDP,
+			.fl6_sport = htons(sport),
+			.fl6_dport = htons(mr_udp_port),
+		};
+		struct dst_entry *dst;
+
+		if (!IS_ENABLED(CONFIG_IPV6))
+			return 0;
+		dst = ipv6_stub->ipv6_dst_lookup_flow(sock_net(sk), sk, &fl6,
+						      NULL);
+		if (IS_ERR(dst))
+			return 0;
+		key = (u64)dst->dev->ifindex << 32 |
+		      ipv6_addr_hash(&container_of(dst, struct rt6_info,
+						   dst)->rt6i_gateway);
+		dst_release(dst);
+	}
+	return key | 1ull << 63;
+}

@@ -81,6 +81,7 @@ struct mr_path {
 	u64 last_progress;	/* last ACK progress (or first send) */
 	u64 next_probe;
 	u64 last_cut;		/* last ECN weight reduction */
+	u64 route;		/* route_key() of sport; 0 unknown */
 	u16 sport;
 	u16 weight;		/* 0..MR_WEIGHT_ONE */
 	u16 alpha;		/* ECN fraction EWMA, 0..1024 */
@@ -319,6 +320,15 @@ struct mr_env_ops {
 		       u64 *result);
 	/* QP @qpn of this connection, for ACK QP blocks; NULL if none. */
 	struct mr_qp *(*lookup_qp)(void *env, struct mr_conn *c, u32 qpn);
+	/*
+	 * Optional (may be NULL): the next hop (plane) a packet with UDP
+	 * source port @sport takes, as a non-zero key equal for ports that
+	 * share it; 0 if unknown. Lets paths spread over next hops instead of
+	 * landing where random ports hash. Called while choosing a path's
+	 * port (mr_conn_init() and port re-picks), under the connection's
+	 * lock.
+	 */
+	u64 (*route_key)(void *env, struct mr_conn *c, u16 sport);
 };
 
 /* Requester message slot (one work request). */

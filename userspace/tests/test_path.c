@@ -5,6 +5,7 @@
  * revival, ECN weight AIMD and port re-pick (send half); the receiver's
  * per-path window (receive half).
  */
+#include <stdlib.h>
 #include <string.h>
 #include "tap.h"
 #include "endpoint.h"
@@ -725,6 +726,72 @@ static void test_rpath(void)
 	ep_free(e);
 }
 
+/* route_key: paths spread over next hops; a re-pick leaves its next hop */
+
+static u32 route_calls;
+static u32 route_planes;	/* next hops the fake route table has */
+
+static u64 fake_route(void *env, struct mr_conn *c, u16 sport)
+{
+	route_calls++;
+	return route_planes ? 1 + sport % route_planes : 0;
+}
+
+static int fake_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *pkt)
+{
+	return 0;
+}
+
+static void test_route_spread(void)
+{
+	static struct mr_seg segs[1024];
+	static struct mr_conn c, plain;
+	static const struct mr_env_ops ops = {
+		.xmit = fake_xmit, .route_key = fake_route,
+	};
+	static const struct mr_env_ops ops_plain = { .xmit = fake_xmit };
+	struct mr_conn_cfg cfg;
+	u32 n[5] = { 0 }, i, ok = 1, same = 0;
+	u64 old;
+
+	mr_conn_cfg_default(&cfg);
+	route_planes = 4;
+	route_calls = 0;
+	if (mr_conn_init(&c, &cfg, segs, &ops, NULL, 0x1234, 99, 0))
+		abort();
+	for (i = 0; i < cfg.npaths; i++) {
+		if (c.path[i].route != 1u + c.path[i].sport % 4)
+			ok = 0;
+		n[c.path[i].route % 5]++;
+	}
+	for (i = cfg.npaths; i < MR_MAX_PATHS; i++)
+		if (c.path[i].route)
+			ok = 0;
+	tap_ok(ok && n[1] == 2 && n[2] == 2 && n[3] == 2 && n[4] == 2 &&
+	       route_calls <= cfg.npaths * 16,
+	       "route_key: 8 paths spread 2 per next hop over 4 (%u %u %u %u, %u lookups)",
+	       n[1], n[2], n[3], n[4], route_calls);
+	old = c.path[0].route;
+	mr_path_repick(&c, &c.path[0]);
+	tap_ok(c.path[0].route != old && c.path[0].route == 1u + c.path[0].sport % 4,
+	       "a re-pick moves the path to another next hop (%llu -> %llu)",
+	       (unsigned long long)old, (unsigned long long)c.path[0].route);
+	/* One next hop only: nothing to spread, every path still gets a port. */
+	route_planes = 1;
+	mr_path_repick(&c, &c.path[1]);
+	tap_ok(c.path[1].route == 1, "with a single next hop a re-pick still picks a port");
+	/* No route known (key 0): one random port, as without the callback. */
+	route_planes = 0;
+	if (mr_conn_init(&c, &cfg, segs, &ops, NULL, 0x1234, 7, 0) ||
+	    mr_conn_init(&plain, &cfg, segs, &ops_plain, NULL, 0x1234, 7, 0))
+		abort();
+	for (i = 0; i < MR_MAX_PATHS; i++)
+		same += c.path[i].sport == plain.path[i].sport && !c.path[i].route;
+	tap_ok(same == MR_MAX_PATHS,
+	       "no route known: the same random ports as without route_key (%u/16)",
+	       same);
+}
+
 int main(void)
 {
 	tap_start();
@@ -740,6 +807,7 @@ int main(void)
 	test_last_path_survives();
 	test_ecn_weight();
 	test_repick();
+	test_route_spread();
 	test_rpath();
 	return tap_done();
 }

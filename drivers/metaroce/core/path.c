@@ -11,6 +11,7 @@
 
 #define MR_WEIGHT_MIN		(MR_WEIGHT_ONE / 32)
 #define MR_PROBE_LEN		(MR_BASE_HLEN + 28)	/* + IP/UDP, roughly */
+#define MR_PORT_TRIES		16	/* ports tried per pick with route_key */
 
 void mr_bitmap_shift(u32 *map, u32 words, u32 n)
 {
@@ -44,15 +45,59 @@ u32 mr_bitmap_ones(const u32 *map, u32 words)
 	return n;
 }
 
-static u16 mr_pick_port(struct mr_conn *c, u16 avoid)
+/* Other paths whose port takes next hop @key. */
+static u32 mr_route_load(const struct mr_conn *c, const struct mr_path *self,
+			 u64 key)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < c->npaths; i++)
+		if (&c->path[i] != self && c->path[i].route == key)
+			n++;
+	return n;
+}
+
+/*
+ * A UDP source port for @self, never @avoid (its current port on a
+ * re-pick). Without a route_key callback, one random port. With it, up to
+ * MR_PORT_TRIES random ports: the first whose next hop no other path
+ * takes, else the first of those whose next hop the fewest take; on a
+ * re-pick, self's current next hop counts as fully taken, so the path
+ * moves to another one if any of the tries reaches one. The chosen port's
+ * key is kept in self->route.
+ */
+static u16 mr_pick_port(struct mr_conn *c, struct mr_path *self, u16 avoid)
 {
 	u32 span = (u32)c->cfg.sport_max - c->cfg.sport_min + 1;
-	u16 port;
+	u32 t, load, best_load = ~0u;
+	/* Paths beyond npaths are never used: no lookups for them. */
+	int routed = c->ops->route_key && self - c->path < c->npaths;
+	u16 port, best = 0;
+	u64 key, best_key = 0;
 
-	do {
-		port = c->cfg.sport_min + (u16)(mr_rand(c) % span);
-	} while (port == avoid && span > 1);
-	return port;
+	for (t = 0; t < MR_PORT_TRIES; t++) {
+		do {
+			port = c->cfg.sport_min + (u16)(mr_rand(c) % span);
+		} while (port == avoid && span > 1);
+		key = routed ? c->ops->route_key(c->env, c, port) : 0;
+		if (!key) {
+			best = port;
+			best_key = 0;
+			break;
+		}
+		load = mr_route_load(c, self, key);
+		if (avoid && key == self->route)
+			load += MR_MAX_PATHS;
+		if (load < best_load) {
+			best_load = load;
+			best = port;
+			best_key = key;
+			if (!load)
+				break;
+		}
+	}
+	self->route = best_key;
+	return best;
 }
 
 void mr_path_init(struct mr_conn *c, struct mr_path *p, u32 id, u64 now)
@@ -64,7 +109,7 @@ void mr_path_init(struct mr_conn *c, struct mr_path *p, u32 id, u64 now)
 	p->last_progress = now;
 	p->weight = MR_WEIGHT_ONE;
 	p->state = MR_PATH_GOOD;
-	p->sport = mr_pick_port(c, 0);
+	p->sport = mr_pick_port(c, p, 0);
 	(void)id;
 }
 
@@ -212,7 +257,7 @@ static u32 mr_best_alpha(const struct mr_conn *c, const struct mr_path *self)
 
 void mr_path_repick(struct mr_conn *c, struct mr_path *p)
 {
-	p->sport = mr_pick_port(c, p->sport);
+	p->sport = mr_pick_port(c, p, p->sport);
 	p->alpha = 0;
 	p->hot = 0;
 	p->weight = MR_WEIGHT_ONE / 4;
