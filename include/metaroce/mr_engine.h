@@ -115,6 +115,7 @@ struct mr_rpath {
 	u16 rx_cnt;
 	u8 active;
 	u8 dirty;		/* changed since the last ACK */
+	u8 resend;		/* sent in one ACK: goes in the next one too */
 };
 
 enum mr_seg_kind {
@@ -456,6 +457,7 @@ struct mr_conn {
 	u8 slow_start;
 	u8 npaths;
 	u8 ack_rr;
+	u8 ctrl_last;		/* path of the last control packet */
 	u32 dsn_nxt;
 	u32 dsn_una;
 	u32 seg_mask;
@@ -493,6 +495,7 @@ struct mr_conn {
 	u32 old_bits[MR_DSN_WND / 32];
 	u32 ack_pending;	/* packets not yet acknowledged */
 	u8 ack_now;
+	u8 ack_again;		/* path state to repeat at ack_deadline */
 	u64 ack_deadline;
 	u32 hint_out;		/* fair share granted to the peer, Mbit/s */
 	u64 rx_meter_bytes;	/* bytes since mr_conn_rx_rate() */

@@ -419,25 +419,37 @@ static void test_ack_coalescing(void)
 	mr_conn_timer(&e->c, e->now + cfg.ack_delay_ns - 1);
 	tap_ok(nacks(e) == 1, "nothing 1ns before the deadline");
 	mr_conn_timer(&e->c, e->now + cfg.ack_delay_ns);
-	tap_ok(nacks(e) == 2 && mr_conn_next_timer(&e->c) == MR_U64_MAX,
-	       "the ACK goes at the deadline; no timer left");
+	tap_ok(nacks(e) == 2 && e->tx[1].ack.npath == 1 &&
+	       e->tx[1].ack.path[0].base == PEER + 5 &&
+	       mr_conn_next_timer(&e->c) == e->now + 2 * cfg.ack_delay_ns,
+	       "the ACK goes at the deadline; its repetition is due ack_delay_ns later");
+	mr_conn_timer(&e->c, e->now + 2 * cfg.ack_delay_ns - 1);
+	tap_ok(nacks(e) == 2, "no repetition 1ns before its deadline");
+	mr_conn_timer(&e->c, e->now + 2 * cfg.ack_delay_ns);
+	tap_ok(nacks(e) == 3 && e->tx[2].ack.npath == 1 &&
+	       e->tx[2].ack.path[0].base == PEER + 5 &&
+	       !memcmp(&e->tx[2].ack.path[0], &e->tx[1].ack.path[0],
+		       sizeof(e->tx[1].ack.path[0])) &&
+	       e->tx[2].path != e->tx[1].path &&
+	       mr_conn_next_timer(&e->c) == MR_U64_MAX,
+	       "the repetition: the same path block, on another path; no timer left");
 	/* ACKREQ */
 	ep_hdr_nop(e, &h, 0, PEER + 5, PEER + 5);
 	h.flags |= MR_F_ACKREQ;
 	ep_rx(e, &h, 0);
 	mr_conn_rx_flush(&e->c, e->now);
-	tap_ok(nacks(e) == 3, "ACKREQ: acknowledged at the next flush");
+	tap_ok(nacks(e) == 4, "ACKREQ: acknowledged at the next flush");
 	/* a hole */
 	ep_hdr_nop(e, &h, 0, PEER + 7, PEER + 7);
 	ep_rx(e, &h, 0);
 	mr_conn_rx_flush(&e->c, e->now);
-	tap_ok(nacks(e) == 4 && e->tx[e->ntx - 1].ack.path[0].bitmap[0] == 2,
+	tap_ok(nacks(e) == 5 && e->tx[e->ntx - 1].ack.path[0].bitmap[0] == 2,
 	       "a hole: acknowledged at once, bitmap shows the packet after it");
 	/* a duplicate: counted, no hole, no urgency */
 	ep_hdr_nop(e, &h, 0, PEER + 7, PEER + 7);
 	ep_rx(e, &h, 0);
 	mr_conn_rx_flush(&e->c, e->now);
-	tap_ok(nacks(e) == 4, "a duplicate of a SACKed packet does not force an ACK");
+	tap_ok(nacks(e) == 5, "a duplicate of a SACKed packet does not force an ACK");
 	/* a probe asks for an ACK */
 	memset(&h, 0, sizeof(h));
 	h.opcode = MR_OP_PROBE;
@@ -454,7 +466,7 @@ static void test_ack_coalescing(void)
 			if (a->path[i].path == 9 && a->path[i].base == PEER + 1)
 				ok = 1;
 	}
-	tap_ok(nacks(e) == 5 && ok && e->c.dsn_cum == PEER + 6,
+	tap_ok(nacks(e) == 6 && ok && e->c.dsn_cum == PEER + 6,
 	       "a PROBE is acknowledged at once on its path and consumes no DSN");
 	ep_free(e);
 }
@@ -488,8 +500,8 @@ static void test_ack_qp_blocks(void)
 	}
 	tap_ok(ok && nacks(e) == 2 && e->tx[0].ack.nqp == MR_ACK_MAX_QP &&
 	       e->tx[1].ack.nqp == 1 && e->tx[0].ack.npath == 1 &&
-	       e->tx[1].ack.npath == 0,
-	       "17 completed QPs: an ACK with 16 QP blocks, then one with 1 (%u ACKs)",
+	       e->tx[1].ack.npath == 1 && !e->c.ack_again,
+	       "17 completed QPs: an ACK with 16 QP blocks, then one with 1 repeating the path block (%u ACKs)",
 	       nacks(e));
 	ep_free(e);
 }
@@ -521,6 +533,56 @@ static void test_ack_ports(void)
 	}
 	tap_ok(ok && e->ntx == 6,
 	       "ACKs alternate over the usable paths' ports, skipping a dead one");
+	ep_free(e);
+}
+
+/*
+ * With routes known, consecutive control packets take different next hops
+ * even where neighbouring paths share one, so that an ACK and its
+ * repetition never cross the same failed plane.
+ */
+static void test_ack_routes(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_hdr h;
+	u32 i, ok = 1, first_path;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = 8;
+	e = receiver(&cfg);
+	for (i = 0; i < 8; i++)		/* paths 0,1 on hop 1; 2,3 on 2 ... */
+		e->c.path[i].route = 1 + i / 2;
+	for (i = 0; i < 8; i++) {
+		ep_hdr_nop(e, &h, 0, PEER + i, PEER + i);
+		h.flags |= MR_F_ACKREQ;
+		ep_rx(e, &h, 0);
+		mr_conn_rx_flush(&e->c, e->now);
+	}
+	for (i = 1; i < e->ntx; i++)
+		if (e->c.path[e->tx[i].path].route ==
+		    e->c.path[e->tx[i - 1].path].route)
+			ok = 0;
+	tap_ok(ok && e->ntx == 8,
+	       "routes known: no two consecutive ACKs on the same next hop");
+	/* The repetition of the last ACK, too. */
+	mr_conn_timer(&e->c, e->now + cfg.ack_delay_ns);
+	tap_ok(e->ntx == 9 &&
+	       e->c.path[e->tx[8].path].route != e->c.path[e->tx[7].path].route,
+	       "the repetition leaves the next hop of the ACK it repeats");
+	/* A single usable next hop: ACKs still go. */
+	for (i = 0; i < 8; i++)
+		e->c.path[i].route = 5;
+	first_path = e->ntx;
+	for (i = 8; i < 10; i++) {
+		ep_hdr_nop(e, &h, 0, PEER + i, PEER + i);
+		h.flags |= MR_F_ACKREQ;
+		ep_rx(e, &h, 0);
+		mr_conn_rx_flush(&e->c, e->now);
+	}
+	tap_ok(e->ntx == first_path + 2 &&
+	       e->tx[first_path].path != e->tx[first_path + 1].path,
+	       "one next hop for all: ACKs still rotate over the paths");
 	ep_free(e);
 }
 
@@ -1020,6 +1082,7 @@ int main(void)
 	test_ack_coalescing();
 	test_ack_qp_blocks();
 	test_ack_ports();
+	test_ack_routes();
 	test_cc();
 	test_unmarked_queue();
 	test_hint();

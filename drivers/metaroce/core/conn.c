@@ -176,20 +176,39 @@ static int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
 }
 
 /* Path for an unsequenced packet: rotate over the usable paths. */
+/*
+ * Control packets (ACKs above all) rotate over the usable paths. When the
+ * environment tells routes apart, the next one also avoids the next hop
+ * the previous one took if another usable path has a different one: an
+ * ACK and its repetition (mr_send_acks()) then never share a failed plane.
+ */
 static int mr_ctrl_path(struct mr_conn *c)
 {
+	u64 last = c->path[c->ctrl_last % c->npaths].route;
+	int first = -1;
 	u32 i;
 
 	for (i = 0; i < c->npaths; i++) {
 		u32 id = (c->ack_rr + i) % c->npaths;
+		const struct mr_path *p = &c->path[id];
 
-		if (mr_path_usable(&c->path[id])) {
-			c->ack_rr = (u8)(id + 1);
-			return (int)id;
+		if (!mr_path_usable(p))
+			continue;
+		if (first < 0)
+			first = (int)id;
+		if (!last || !p->route || p->route != last) {
+			first = (int)id;
+			break;
 		}
 	}
-	c->ack_rr++;
-	return c->ack_rr % c->npaths;
+	if (first < 0) {
+		c->ack_rr++;
+		first = c->ack_rr % c->npaths;
+	} else {
+		c->ack_rr = (u8)(first + 1);
+	}
+	c->ctrl_last = (u8)first;
+	return first;
 }
 
 int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path, u64 now)
@@ -587,6 +606,7 @@ static void mr_rx_reset(struct mr_conn *c, u32 epoch, u32 base)
 	memset(c->rpath, 0, sizeof(c->rpath));
 	c->ack_pending = 0;
 	c->ack_now = 0;
+	c->ack_again = 0;
 	c->ack_deadline = MR_U64_MAX;
 }
 
@@ -804,7 +824,7 @@ static void mr_send_acks(struct mr_conn *c, u64 now)
 			struct mr_rpath *rp = &c->rpath[i];
 			struct mr_ack_path *ap;
 
-			if (!rp->active || !rp->dirty)
+			if (!rp->active || (!rp->dirty && !rp->resend))
 				continue;
 			ap = &ack->path[ack->npath++];
 			ap->path = (u8)i;
@@ -813,6 +833,13 @@ static void mr_send_acks(struct mr_conn *c, u64 now)
 			ap->base = rp->base;
 			ap->tsecr = rp->tsval;
 			memcpy(ap->bitmap, rp->bitmap, sizeof(ap->bitmap));
+			/*
+			 * New state goes out twice, the second time in the
+			 * next ACK, on another path: one lost ACK (a failed
+			 * plane on the way back) then costs the sender no
+			 * timeout.
+			 */
+			rp->resend = rp->dirty;
 			rp->dirty = 0;
 		}
 		while (ack->nqp < MR_ACK_MAX_QP && !mr_list_empty(&c->dirty)) {
@@ -854,18 +881,24 @@ static void mr_send_acks(struct mr_conn *c, u64 now)
 
 void mr_conn_rx_flush(struct mr_conn *c, u64 now)
 {
+	u32 i;
+
 	if (c->reset_epoch)
 		mr_send_reset(c, now);
 	if (!c->rx_epoch)
 		return;
 	if (!c->ack_now && c->ack_pending < c->cfg.ack_every &&
 	    mr_list_empty(&c->dirty) &&
-	    (!c->ack_pending || now < c->ack_deadline))
+	    ((!c->ack_pending && !c->ack_again) || now < c->ack_deadline))
 		return;
 	mr_send_acks(c, now);
 	c->ack_pending = 0;
 	c->ack_now = 0;
-	c->ack_deadline = MR_U64_MAX;
+	c->ack_again = 0;
+	for (i = 0; i < MR_MAX_PATHS; i++)
+		if (c->rpath[i].active && c->rpath[i].resend)
+			c->ack_again = 1;
+	c->ack_deadline = c->ack_again ? now + c->cfg.ack_delay_ns : MR_U64_MAX;
 }
 
 /*
@@ -896,7 +929,7 @@ u64 mr_conn_next_timer(const struct mr_conn *c)
 {
 	u64 t = mr_path_next_timer(c);
 
-	if (c->ack_pending)
+	if (c->ack_pending || c->ack_again)
 		t = mr_min64(t, c->ack_deadline);
 	if (c->cfg.pacing && c->rate_hint && mr_conn_can_send(c))
 		t = mr_min64(t, c->next_tx);
