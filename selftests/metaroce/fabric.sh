@@ -103,21 +103,62 @@ mr_fabric_bytes() {
 	echo "${out[*]}"
 }
 
-# mr_fabric_blackhole PLANE on|off: plane PLANE drops every packet, in
-# both directions (netem loss 100 % on both router egresses), or stops
-# doing so. The hosts' links stay up and their routes keep using the plane:
-# a silent failure, which only the transport can detect. (Setting a link
-# down instead would also flush the router's routes through it.)
+# mr_fabric_blackhole PLANE on|off: plane PLANE drops every packet between
+# the hosts, in both directions (its router's routes to the two host
+# addresses become blackhole routes), or stops doing so. The hosts' links
+# stay up and their routes keep using the plane: a silent failure, which
+# only the transport can detect. The plane's qdiscs (mr_fabric_shape) are
+# left alone, so a restored plane keeps its shape.
 mr_fabric_blackhole() {
-	local r if
+	local r ip via
 	r=$(_mr_fab_router "$1")
-	for if in "ra$1" "rb$1"; do
+	for ip in "$MR_FAB_A_IP 10.40.$1.1" "$MR_FAB_B_IP 10.41.$1.1"; do
+		read -r ip via <<<"$ip"
 		if [[ $2 == on ]]; then
-			assert_ok "plane $1: blackhole $if" ip netns exec "$r" \
-				tc qdisc replace dev "$if" root netem loss 100%
+			assert_ok "plane $1: blackhole $ip" \
+				ip -n "$r" route replace blackhole "$ip/32"
 		else
-			assert_ok "plane $1: restore $if" ip netns exec "$r" \
-				tc qdisc del dev "$if" root
+			assert_ok "plane $1: route $ip again" \
+				ip -n "$r" route replace "$ip/32" via "$via"
 		fi
 	done
+}
+
+# mr_fabric_planes N: A reaches B over the first N planes only (N >= 1),
+# as if the others were not there; the route back is left alone.
+mr_fabric_planes() {
+	local p hops=()
+	for ((p = 0; p < $1; p++)); do
+		hops+=(nexthop via "10.40.$p.254" dev "fa$p")
+	done
+	if (($1 == 1)); then
+		hops=(via 10.40.0.254 dev fa0)
+	fi
+	assert_ok "A reaches B over $1 plane(s)" ip -n "$MR_A_NS" route replace \
+		"$MR_FAB_B_IP/32" src "$MR_FAB_A_IP" "${hops[@]}"
+}
+
+# mr_fabric_sampler_start FILE / mr_fabric_sampler_stop: while running,
+# appends to FILE, about every 20 ms, a line "TIME BYTES_0 ... BYTES_N-1":
+# the wall clock (seconds, EPOCHREALTIME) and the bytes B has received
+# from each plane so far. The loop runs in B's namespace and reads sysfs
+# with shell built-ins only, so that it costs the emulated CPU little.
+mr_fabric_sampler_start() {
+	# shellcheck disable=SC2016 # the inner shell expands them
+	ip netns exec "$MR_B_NS" bash -c '
+		while :; do
+			s=$EPOCHREALTIME
+			for ((p = 0; p < '"$MR_PLANES"'; p++)); do
+				read -r x <"/sys/class/net/fb$p/statistics/rx_bytes"
+				s+=" $x"
+			done
+			echo "$s"
+			sleep 0.02
+		done' >"$1" &
+	_mr_fab_sampler=$!
+	mr_defer kill "$_mr_fab_sampler" 2>/dev/null
+}
+mr_fabric_sampler_stop() {
+	kill "$_mr_fab_sampler" 2>/dev/null || true
+	wait "$_mr_fab_sampler" 2>/dev/null || true
 }

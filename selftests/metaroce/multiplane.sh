@@ -17,6 +17,22 @@
 #                   transfer still passes, paths on that plane time out
 #                   and are declared dead, and the plane carries data
 #                   again after it returns
+#
+# Then every plane is rate-limited (tbf, RATE towards B) and perftest's
+# ib_write_bw runs over one QP for a fixed time:
+#
+#   scaling         over 4 planes it must reach 3.5x or more of what it
+#                   reaches over one (A's route narrowed to plane 0)
+#   recovery        plane 1 is blackholed for 4 s while it runs: the run
+#                   completes without error, and in every interval of B's
+#                   byte samples that starts 100 ms or more after the
+#                   failure the data rate is at least 70 % of the
+#                   surviving planes' capacity; after the plane returns it
+#                   carries its share again. The time to recover is
+#                   logged (bounded below by the sampling interval).
+#
+# rxe cannot take part: Debian 6.12's rxe does not carry traffic between
+# network namespaces (Documentation/benchmarks.rst).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fabric.sh"
 mr_require_module
@@ -102,7 +118,115 @@ plane_failure() {
 		mr_fail "plane $p carried $((after - before)) bytes after it came back"
 }
 
+# Per plane, in tc's and in bits per second.
+RATE=30mbit RATE_BPS=30000000
+
+shape_all() {
+	local p
+	for ((p = 0; p < PLANES; p++)); do
+		mr_fabric_shape "$p" tbf rate "$RATE" burst 16kb latency 20ms
+	done
+}
+
+# write_bw NAME SECONDS: one ib_write_bw QP from A to B; sets BW (MB/s).
+write_bw() {
+	MR_PAIR_TIMEOUT=$(($2 + 60)) mr_pair "$1" "tcp:$PORT" \
+		ib_write_bw -d "$MR_B_DEV" -x "$MR_B_GIDX" -p "$PORT" -s 65536 -D "$2" -- \
+		ib_write_bw -d "$MR_A_DEV" -x "$MR_A_GIDX" -p "$PORT" -s 65536 -D "$2" "$MR_B_IP"
+	BW=$(awk '$1 == 65536 && $2 ~ /^[0-9]+$/ && NF >= 5 { print $4; exit }' \
+		"$MR_TMP/$1.client")
+	[[ $BW =~ ^[0-9]+(\.[0-9]+)?$ ]] || mr_fail "$1: no bandwidth figure in its report"
+}
+
+scaling() {
+	local one four b0 b1
+	shape_all
+	# All planes first: the connection picks its paths' ports once, by
+	# the next hops the route offers then (it does not re-spread them
+	# when the route later gains next hops).
+	b0=$(mr_fabric_bytes)
+	write_bw all_planes 8
+	four=$BW
+	b1=$(mr_fabric_bytes)
+	mr_log "$PLANES planes: $four MB/s; bytes per plane $b0 -> $b1"
+	mr_fabric_planes 1
+	mr_defer mr_fabric_planes "$PLANES"
+	b0=$(mr_fabric_bytes)
+	write_bw one_plane 8
+	one=$BW
+	b1=$(mr_fabric_bytes)
+	mr_log "1 plane: $one MB/s; bytes per plane $b0 -> $b1"
+	mr_fabric_planes "$PLANES"
+	awk -v a="$one" -v b="$four" -v r="$RATE_BPS" -v n="$PLANES" 'BEGIN {
+		printf "scaling: %.2fx; one plane at %.0f %% of its rate, %d at %.0f %% of theirs\n",
+			b / a, 100 * a * 8e6 / r, n, 100 * b * 8e6 / (n * r) }'
+	awk -v a="$one" -v b="$four" 'BEGIN { exit !(a > 0 && b >= 3.5 * a) }' ||
+		mr_fail "$PLANES planes gave $four MB/s, not 3.5x the $one MB/s of one"
+}
+
+# recovery_check SAMPLES ON BACK END: see the header. Prints the verdict
+# line and exits non-zero when the rate fell short.
+recovery_check() {
+	awk -v on="$2" -v back="$3" -v r="$RATE_BPS" -v n="$PLANES" -v fp=1 '
+	{ t[NR] = $1; tot[NR] = 0; for (i = 2; i <= NF; i++) tot[NR] += $i; pb[NR] = $(fp + 2) }
+	END {
+		cap = (n - 1) * r; min = -1; k = 0; rec = 0; maxdt = 0
+		for (j = 2; j <= NR; j++) {
+			dt = t[j] - t[j - 1]
+			if (t[j - 1] < on || t[j] > back) continue
+			rate = (tot[j] - tot[j - 1]) * 8 / dt
+			if (dt > maxdt) maxdt = dt
+			# recovered from the end of the last interval below 70 %
+			if (rate < 0.7 * cap) rec = t[j] - on
+			if (t[j - 1] < on + 0.1) continue
+			k++
+			if (min < 0 || rate < min) min = rate
+		}
+		# after the plane returned (allowing it 0.5 s): its share
+		for (j = 2; j <= NR; j++) {
+			if (t[j - 1] < back + 0.5) continue
+			pd += pb[j] - pb[j - 1]; td += tot[j] - tot[j - 1]
+		}
+		printf "recovery: %d intervals from 100 ms after the failure, lowest %.1f Mb/s = %.0f %% of the surviving %.0f Mb/s; below 70 %% until %.0f ms after it (longest sampling interval %.0f ms); plane back: %.0f %% of the bytes after it returned\n",
+			k, min / 1e6, 100 * min / cap, cap / 1e6, rec * 1000, maxdt * 1000, td ? 100 * pd / td : 0
+		if (k < 5) { print "too few samples during the failure"; exit 1 }
+		if (min < 0.7 * cap) exit 1
+		if (!td || pd < 0.15 * td) exit 1
+	}' "$1"
+}
+
+recovery() {
+	local on back dead bh
+	shape_all
+	mr_fabric_planes "$PLANES"
+	mr_stats "$MR_A_DEV" "$MR_A_NS" >"$MR_TMP/a.before"
+	mr_fabric_sampler_start "$MR_TMP/samples"
+	(
+		sleep 6
+		mr_fabric_blackhole 1 on
+		echo "$EPOCHREALTIME" >"$MR_TMP/on"
+		sleep 4
+		mr_fabric_blackhole 1 off
+		echo "$EPOCHREALTIME" >"$MR_TMP/back"
+	) &
+	bh=$!
+	mr_defer kill "$bh" 2>/dev/null
+	write_bw recovery 16
+	wait "$bh" || true
+	mr_fabric_sampler_stop
+	mr_stats "$MR_A_DEV" "$MR_A_NS" >"$MR_TMP/a.after"
+	[[ -s $MR_TMP/back ]] || mr_fail "the run ended before plane 1 came back"
+	on=$(<"$MR_TMP/on") back=$(<"$MR_TMP/back")
+	dead=$(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" path_dead)
+	mr_log "$(wc -l <"$MR_TMP/samples") samples; paths declared dead: $dead;" \
+		"timeout retransmits: $(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" retransmits_timeout)"
+	recovery_check "$MR_TMP/samples" "$on" "$back" ||
+		mr_fail "the surviving planes were not used well enough (above)"
+}
+
 mr_setup fabric mr_fabric "$PLANES"
 mr_run spread spread
 mr_run plane_failure plane_failure
+mr_run scaling scaling
+mr_run recovery recovery
 mr_done
