@@ -25,9 +25,9 @@
 #
 # Knobs (environment):
 #   MR_BENCH_REPS=5           runs of every figure
-#   MR_BENCH_DURATION=12      seconds per run; the first and the last
+#   MR_BENCH_DURATION=8       seconds per run; the first and the last
 #   MR_BENCH_MARGIN=2           MARGIN seconds are not measured
-#   MR_BENCH_LOSSES="0 1"     netem loss percentages
+#   MR_BENCH_LOSSES="0 0.1 1 5 10"  netem loss percentages
 #   MR_BENCH_LOSS_DIR=data    data: netem on the sender's veth end only;
 #                             both: on both ends (ACKs are lost too)
 #   MR_BENCH_TRANSPORTS="metaroce rxe tcp"
@@ -54,9 +54,9 @@ TOP=$(cd "$HERE/../.." && pwd)
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 REPS=${MR_BENCH_REPS:-5}
-DUR=${MR_BENCH_DURATION:-12}
+DUR=${MR_BENCH_DURATION:-8}
 MARGIN=${MR_BENCH_MARGIN:-2}
-read -ra LOSSES <<<"${MR_BENCH_LOSSES:-0 1}"
+read -ra LOSSES <<<"${MR_BENCH_LOSSES:-0 0.1 1 5 10}"
 LOSS_DIR=${MR_BENCH_LOSS_DIR:-data}
 read -ra TRANSPORTS <<<"${MR_BENCH_TRANSPORTS:-metaroce rxe tcp}"
 SIZE=${MR_BENCH_SIZE:-65536}

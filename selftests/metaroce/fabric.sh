@@ -162,3 +162,121 @@ mr_fabric_sampler_stop() {
 	kill "$_mr_fab_sampler" 2>/dev/null || true
 	wait "$_mr_fab_sampler" 2>/dev/null || true
 }
+
+# mr_star N builds N sending hosts and one receiving host joined by one
+# router namespace (mrsw): sender i is namespace mrs<i> with link s<i>
+# (10.60.i.1/24, router end w<i> 10.60.i.254) and device mrs<i>_dev; the
+# receiver is mrsr with link sr (10.61.0.1/24, router end wr) and device
+# mrsr_dev. Whatever the router sends into wr is the shared bottleneck
+# (shape it with mr_star_shape). Sets MR_STAR_N, MR_STAR_RX_GIDX and
+# MR_STAR_GIDX[i].
+MR_STAR_RX_IP=10.61.0.1
+
+mr_star() {
+	local n=$1 i ns=()
+	mr_tmpdir
+	mr_debugfs
+	# shellcheck disable=SC2034 # used by the tests
+	MR_STAR_N=$n
+	mr_netns mrsw mrsr
+	ip netns exec mrsw sysctl -qw net.ipv4.ip_forward=1
+	mr_veth sr wr mrsr mrsw
+	ip -n mrsr addr add "$MR_STAR_RX_IP/24" dev sr
+	ip -n mrsw addr add 10.61.0.254/24 dev wr
+	ip -n mrsr route add default via 10.61.0.254
+	mr_link_add mrsr_dev sr mrsr
+	for ((i = 0; i < n; i++)); do
+		mr_netns "mrs$i"
+		ns+=("mrs$i")
+		mr_veth "s$i" "w$i" "mrs$i" mrsw
+		ip -n "mrs$i" addr add "10.60.$i.1/24" dev "s$i"
+		ip -n mrsw addr add "10.60.$i.254/24" dev "w$i"
+		ip -n "mrs$i" route add default via "10.60.$i.254"
+		mr_link_add "mrs${i}_dev" "s$i" "mrs$i"
+	done
+	mr_defer mr_netns_kill mrsr mrsw "${ns[@]}"
+	assert_wait "mrsr_dev has a RoCE v2 GID" 10 mr_gid_index mrsr_dev "$MR_STAR_RX_IP"
+	# shellcheck disable=SC2034 # used by the tests
+	MR_STAR_RX_GIDX=$(mr_gid_index mrsr_dev "$MR_STAR_RX_IP")
+	# shellcheck disable=SC2034 # used by the tests
+	MR_STAR_GIDX=()
+	for ((i = 0; i < n; i++)); do
+		assert_wait "mrs${i}_dev has a RoCE v2 GID" 10 \
+			mr_gid_index "mrs${i}_dev" "10.60.$i.1"
+		# shellcheck disable=SC2034 # used by the tests
+		MR_STAR_GIDX[i]=$(mr_gid_index "mrs${i}_dev" "10.60.$i.1")
+		assert_wait "port of mrs${i}_dev ACTIVE" 10 mr_port_active "mrs${i}_dev"
+	done
+	assert_wait "port of mrsr_dev ACTIVE" 10 mr_port_active mrsr_dev
+}
+
+# mr_ecn_bottleneck NS DEV RATE: DEV's egress becomes a RATE bottleneck
+# (htb) whose queue marks ECN-capable packets CE (RED: from 15 kB of
+# average queue, every packet from 45 kB) and drops the others; the queue
+# holds at most 400 kB.
+mr_ecn_bottleneck() {
+	assert_ok "$2: htb $3" ip netns exec "$1" \
+		tc qdisc replace dev "$2" root handle 1: htb default 1
+	assert_ok "$2: htb class" ip netns exec "$1" \
+		tc class replace dev "$2" parent 1: classid 1:1 htb rate "$3"
+	assert_ok "$2: red ecn" ip netns exec "$1" \
+		tc qdisc replace dev "$2" parent 1:1 handle 10: red limit 400000 \
+		min 15000 max 45000 avpkt 1100 burst 20 probability 0.2 \
+		bandwidth "$3" ecn
+}
+
+# mr_backlog_sampler_start NS DEV FILE / mr_backlog_sampler_stop: while
+# running, appends DEV's qdisc backlog in bytes (the deepest of the
+# qdiscs tc lists) to FILE about every 200 ms.
+mr_backlog_sampler_start() {
+	# shellcheck disable=SC2016 # the inner shell expands them
+	ip netns exec "$1" bash -c '
+		while :; do
+			tc -s qdisc show dev "$0" | awk "
+				/backlog/ { b = \$2; sub(/b\$/, \"\", b)
+					    if (b ~ /K\$/) { sub(/K\$/, \"\", b); b *= 1000 }
+					    if (b + 0 > m) m = b + 0 }
+				END { print m + 0 }"
+			sleep 0.2
+		done' "$2" >"$3" &
+	_mr_backlog_sampler=$!
+	mr_defer kill "$_mr_backlog_sampler" 2>/dev/null
+}
+mr_backlog_sampler_stop() {
+	kill "$_mr_backlog_sampler" 2>/dev/null || true
+	wait "$_mr_backlog_sampler" 2>/dev/null || true
+}
+
+# mr_fabric_count_udp PORT: counts, per plane, the UDP packets to PORT
+# (MetaRoCE's) that enter the plane from A (router ingress of ra<P>) and
+# that reach B (ingress of fb<P>), with tc filters whose action keeps
+# statistics. mr_fabric_udp_bytes in|out prints those byte counts, one
+# number per plane on one line.
+mr_fabric_count_udp() {
+	local p r
+	for ((p = 0; p < MR_PLANES; p++)); do
+		r=$(_mr_fab_router "$p")
+		_mr_fab_count "$r" "ra$p" "$1"
+		_mr_fab_count "$MR_B_NS" "fb$p" "$1"
+	done
+}
+_mr_fab_count() {
+	ip netns exec "$1" tc qdisc del dev "$2" ingress 2>/dev/null || true
+	assert_ok "$2: ingress qdisc" ip netns exec "$1" tc qdisc add dev "$2" ingress
+	assert_ok "$2: count UDP to port $3" ip netns exec "$1" \
+		tc filter add dev "$2" parent ffff: protocol ip u32 \
+		match ip protocol 17 0xff match ip dport "$3" 0xffff action pass
+}
+mr_fabric_udp_bytes() {
+	local p ns dev out=()
+	for ((p = 0; p < MR_PLANES; p++)); do
+		if [[ $1 == in ]]; then
+			ns=$(_mr_fab_router "$p") dev=ra$p
+		else
+			ns=$MR_B_NS dev=fb$p
+		fi
+		out+=("$(ip netns exec "$ns" tc -s filter show dev "$dev" ingress |
+			awk '/Sent/ { print $2; exit }')")
+	done
+	echo "${out[*]}"
+}

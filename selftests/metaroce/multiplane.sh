@@ -30,6 +30,15 @@
 #                   surviving planes' capacity; after the plane returns it
 #                   carries its share again. The time to recover is
 #                   logged (bounded below by the sampling interval).
+#   congestion      plane 0 becomes an ECN-marking bottleneck of the same
+#                   rate (mr_ecn_bottleneck) that a UDP flow of 2/3 of
+#                   its rate also crosses, while ib_write_bw runs: the
+#                   sender sees CE marks and trims the paths there: what
+#                   it sends into plane 0 is at most 60 % of what it sends
+#                   into a clear plane (a fair third of the rate would be
+#                   33 %), at most 2 % of it is lost there, and the queue
+#                   stays short (median sampled backlog under RED's
+#                   15 kB marking threshold)
 #
 # rxe cannot take part: Debian 6.12's rxe does not carry traffic between
 # network namespaces (Documentation/benchmarks.rst).
@@ -224,9 +233,53 @@ recovery() {
 		mr_fail "the surviving planes were not used well enough (above)"
 }
 
+congestion() {
+	local port b0 b1 i0 i1 o0 o1 ce
+	shape_all
+	mr_ecn_bottleneck "$(_mr_fab_router 0)" rb0 "$RATE"
+	port=$(mr_udp_port)
+	mr_fabric_count_udp "$port"
+	# The competing flow, between the plane-0 link addresses.
+	ip -n "$MR_A_NS" route add 10.41.0.0/24 via 10.40.0.254 dev fa0
+	ip -n "$MR_B_NS" route add 10.40.0.0/24 via 10.41.0.254 dev fb0
+	ip netns exec "$MR_B_NS" timeout 60 iperf3 -s -1 -B 10.41.0.1 -p 18591 \
+		>"$MR_TMP/iperf.srv" 2>&1 </dev/null &
+	assert_wait "iperf3 listens" 20 mr_tcp_listening "$MR_B_NS" 18591
+	ip netns exec "$MR_A_NS" timeout 60 iperf3 -c 10.41.0.1 -B 10.40.0.1 -p 18591 \
+		-u -b $((RATE_BPS * 2 / 3)) -t 16 >"$MR_TMP/iperf.cli" 2>&1 </dev/null &
+	sleep 2
+	mr_stats "$MR_A_DEV" "$MR_A_NS" >"$MR_TMP/a.before"
+	i0=$(mr_fabric_udp_bytes in) o0=$(mr_fabric_udp_bytes out)
+	mr_backlog_sampler_start "$(_mr_fab_router 0)" rb0 "$MR_TMP/backlog"
+	write_bw congestion 8
+	mr_backlog_sampler_stop
+	i1=$(mr_fabric_udp_bytes in) o1=$(mr_fabric_udp_bytes out)
+	mr_stats "$MR_A_DEV" "$MR_A_NS" >"$MR_TMP/a.after"
+	wait
+	ce=$(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" ecn_ce_echoed)
+	mr_log "ib_write_bw $BW MB/s; CE marks echoed to the sender: $ce"
+	mr_log "metaroce bytes into the planes: $i0 -> $i1; out of them: $o0 -> $o1"
+	mr_log "plane 0 backlog samples: $(paste -sd' ' "$MR_TMP/backlog")"
+	mr_log "competing flow: $(grep -E 'receiver' "$MR_TMP/iperf.cli" | tail -n 1)"
+	((ce > 0)) || mr_fail "the sender saw no CE mark"
+	awk -v i0="$i0" -v i1="$i1" -v o0="$o0" -v o1="$o1" 'BEGIN {
+		n = split(i0, a, " "); split(i1, b, " "); split(o0, c, " "); split(o1, d, " ")
+		for (p = 2; p <= n; p++) clear += b[p] - a[p]
+		clear /= n - 1; in0 = b[1] - a[1]; out0 = d[1] - c[1]
+		printf "plane 0 took %.0f %% of a clear plane'"'"'s bytes, and lost %.1f %% of them\n",
+			clear ? 100 * in0 / clear : 0, in0 ? 100 * (in0 - out0) / in0 : 0
+		exit !(clear > 0 && in0 <= 0.6 * clear && in0 - out0 <= 0.02 * in0)
+	}' || mr_fail "plane 0 was not trimmed (above)"
+	sort -n "$MR_TMP/backlog" | awk '{ v[NR] = $1 } END {
+		printf "backlog: %d samples, median %d bytes, max %d\n", NR, v[int((NR + 1) / 2)], v[NR]
+		exit !(NR >= 5 && v[int((NR + 1) / 2)] < 15000)
+	}' || mr_fail "plane 0's queue stood too high or was not sampled"
+}
+
 mr_setup fabric mr_fabric "$PLANES"
 mr_run spread spread
 mr_run plane_failure plane_failure
 mr_run scaling scaling
 mr_run recovery recovery
+mr_run congestion congestion
 mr_done

@@ -1,0 +1,109 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# timeout: 600
+#
+# Incast: four senders, one receiver, one bottleneck (fabric.sh's mr_star:
+# every host on its own link into one router; the router's link to the
+# receiver is a RATE bottleneck whose queue marks ECN, mr_ecn_bottleneck).
+# Each sender runs one ib_write_bw QP of 64 KiB WRITEs to the receiver for
+# the same DURATION, all started together:
+#
+#   fair            every run completes; Jain's index of the four
+#                   bandwidths is 0.9 or more; together their payload is
+#                   half the bottleneck's rate or more (a sanity check:
+#                   headers, slow start and perftest's start-up take
+#                   some)
+#   no_storm        timeout retransmissions, summed over the senders, are
+#                   at most 5 % of the data segments they sent
+#   queue           the bottleneck's queue stays bounded: its median
+#                   sampled backlog is below RED's marking ceiling (45 kB)
+#
+# The figures (bandwidths, index, retransmissions, CE marks, queue
+# samples) are logged.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fabric.sh"
+mr_require_module
+
+SENDERS=4
+RATE=40mbit RATE_BPS=40000000
+DURATION=10
+PORT=18800
+
+incast() {
+	local i spids=() cpids=() rc bws=() tx=0 rto=0 ce=0 g
+	mr_ecn_bottleneck mrsw wr "$RATE"
+	for ((i = 0; i < SENDERS; i++)); do
+		mr_stats "mrs${i}_dev" "mrs$i" >"$MR_TMP/s$i.before"
+		ip netns exec mrsr timeout 90 ib_write_bw -d mrsr_dev \
+			-x "$MR_STAR_RX_GIDX" -p $((PORT + i)) -s 65536 -D "$DURATION" \
+			>"$MR_TMP/srv$i" 2>&1 </dev/null &
+		spids+=($!)
+	done
+	for ((i = 0; i < SENDERS; i++)); do
+		assert_wait "server $i listens" 30 mr_tcp_listening mrsr $((PORT + i))
+	done
+	mr_backlog_sampler_start mrsw wr "$MR_TMP/backlog"
+	for ((i = 0; i < SENDERS; i++)); do
+		g=${MR_STAR_GIDX[i]}
+		ip netns exec "mrs$i" timeout 90 ib_write_bw -d "mrs${i}_dev" -x "$g" \
+			-p $((PORT + i)) -s 65536 -D "$DURATION" "$MR_STAR_RX_IP" \
+			>"$MR_TMP/cli$i" 2>&1 </dev/null &
+		cpids+=($!)
+	done
+	for ((i = 0; i < SENDERS; i++)); do
+		rc=0
+		wait "${cpids[i]}" || rc=$?
+		((rc == 0)) || { tail -n 20 "$MR_TMP/cli$i"; mr_fail "sender $i exited $rc"; }
+		rc=0
+		wait "${spids[i]}" || rc=$?
+		((rc == 0)) || { tail -n 20 "$MR_TMP/srv$i"; mr_fail "server $i exited $rc"; }
+	done
+	mr_backlog_sampler_stop
+	for ((i = 0; i < SENDERS; i++)); do
+		mr_stats "mrs${i}_dev" "mrs$i" >"$MR_TMP/s$i.after"
+		bws[i]=$(awk '$1 == 65536 && $2 ~ /^[0-9]+$/ && NF >= 5 { print $4; exit }' \
+			"$MR_TMP/cli$i")
+		[[ ${bws[i]} =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+			mr_fail "sender $i: no bandwidth figure in its report"
+		tx=$((tx + $(mr_stat_delta "$MR_TMP/s$i.before" "$MR_TMP/s$i.after" data_segments_tx)))
+		rto=$((rto + $(mr_stat_delta "$MR_TMP/s$i.before" "$MR_TMP/s$i.after" retransmits_timeout)))
+		ce=$((ce + $(mr_stat_delta "$MR_TMP/s$i.before" "$MR_TMP/s$i.after" ecn_ce_echoed)))
+	done
+	echo "${bws[*]}" >"$MR_TMP/bws"
+	echo "$tx $rto" >"$MR_TMP/retx"
+	mr_log "MB/s per sender: ${bws[*]}; data segments $tx, timeout" \
+		"retransmissions $rto, CE marks echoed $ce"
+	mr_log "backlog samples (bytes): $(paste -sd' ' "$MR_TMP/backlog")"
+}
+
+fair() {
+	awk -v r="$RATE_BPS" '{
+		for (i = 1; i <= NF; i++) { s += $i; q += $i * $i }
+		j = s * s / (NF * q); u = s * 8e6 / r
+		printf "Jain %.3f; payload %.2f of the bottleneck rate\n", j, u
+		exit !(j >= 0.9 && u >= 0.5)
+	}' "$MR_TMP/bws" || mr_fail "unfair or underused (above)"
+}
+
+no_storm() {
+	local tx rto
+	read -r tx rto <"$MR_TMP/retx"
+	((tx > 0)) || mr_fail "no data segments counted"
+	mr_log "timeout retransmissions: $rto of $tx data segments"
+	((rto * 20 <= tx)) || mr_fail "$rto timeout retransmissions for $tx segments"
+}
+
+queue() {
+	sort -n "$MR_TMP/backlog" | awk '{ v[NR] = $1 } END {
+		m = v[int((NR + 1) / 2)]
+		printf "%d samples, median %d bytes, max %d\n", NR, m, v[NR]
+		exit !(NR >= 10 && m < 45000)
+	}' || mr_fail "the bottleneck queue stood too high or was not sampled"
+}
+
+mr_setup star mr_star "$SENDERS"
+mr_run incast incast
+mr_run fair fair
+mr_run no_storm no_storm
+mr_run queue queue
+mr_done
