@@ -944,6 +944,10 @@ static void test_cfg(void)
 	BAD(c.reorder_thresh = MR_PATH_WND);
 	GOOD(c.reorder_thresh = 1);
 	BAD(c.dead_after = 0);
+	BAD(c.dead_after = 256);
+	GOOD(c.dead_after = 255);
+	BAD(c.pacing = 2);
+	GOOD(c.pacing = 1);
 	BAD(c.probe_ns = 0);
 	BAD(c.msg_ack_ns = 0);
 	BAD(c.repick_alpha = 1025);

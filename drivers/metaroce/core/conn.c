@@ -66,6 +66,9 @@ int mr_conn_cfg_check(const struct mr_conn_cfg *cfg)
 	    cfg->reorder_thresh >= MR_PATH_WND || !cfg->dead_after ||
 	    !cfg->probe_ns || !cfg->msg_ack_ns)
 		return -1;
+	/* A path counts its consecutive timeouts up to 255. */
+	if (cfg->dead_after > 255 || cfg->pacing > 1)
+		return -1;
 	if (cfg->repick_alpha > 1024)
 		return -1;
 	if (!cfg->sport_min || cfg->sport_min > cfg->sport_max)
