@@ -110,20 +110,9 @@ static int mr_dev_setup(struct mr_dev *dev, struct net_device *ndev)
 	netdev_hold(ndev, &dev->ndev_tracker, GFP_KERNEL);
 	dev->ndev = ndev;
 
-	mr_conn_cfg_default(&dev->conn_cfg);
-	dev->conn_cfg.mtu = MR_MAX_PAYLOAD;
-	/*
-	 * Timers for hosts whose scheduling can delay an ACK by milliseconds
-	 * (busy-polling applications, virtual machines): a spurious timeout
-	 * costs a duplicate, a late one only a tail loss's recovery.
-	 */
-	dev->conn_cfg.npaths = mr_param_paths;
-	dev->conn_cfg.rto_min_ns = mr_param_rto_min_us * NSEC_PER_USEC;
-	dev->conn_cfg.rto_init_ns = max_t(u32, 20 * NSEC_PER_MSEC,
-					  dev->conn_cfg.rto_min_ns);
-	dev->conn_cfg.rto_max_ns = max_t(u32, dev->conn_cfg.rto_max_ns,
-					 dev->conn_cfg.rto_min_ns);
-	dev->conn_cfg.probe_ns = 10 * NSEC_PER_MSEC;
+	/* Checked at module load: module parameters cannot change since. */
+	if (mr_dev_cfg_default(&dev->conn_cfg))
+		return -EINVAL;
 	do {
 		dev->ud_epoch = get_random_u32();
 	} while (!dev->ud_epoch);

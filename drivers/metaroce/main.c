@@ -32,6 +32,107 @@ unsigned int mr_param_rx_capacity_mbps = METAROCE_DEFAULT_RX_MBPS;
 module_param_named(rx_capacity_mbps, mr_param_rx_capacity_mbps, uint, 0444);
 MODULE_PARM_DESC(rx_capacity_mbps, "Receive capacity the fair share divides among senders, Mbit/s (default 10000)");
 
+/*
+ * The other tunables: 0 keeps the built-in default. Each is a u32 of
+ * struct mr_conn_cfg, given in user units (microseconds for times).
+ */
+struct mr_cfg_param {
+	const unsigned int *val;
+	size_t off;
+	u32 unit;
+};
+
+#define MR_CFG_PARAM(_name, _desc)					\
+	static unsigned int mr_param_##_name;				\
+	module_param_named(_name, mr_param_##_name, uint, 0444);	\
+	MODULE_PARM_DESC(_name, _desc " (0: the default)")
+
+#define MR_CFG_PARAM_ENTRY(_name, _field, _unit)			\
+	{ &mr_param_##_name, offsetof(struct mr_conn_cfg, _field), (_unit) }
+
+MR_CFG_PARAM(rto_max_us,
+	     "Ceiling of a path's retransmission timeout, us (100000)");
+MR_CFG_PARAM(rto_init_us,
+	     "Retransmission timeout before an RTT sample, us (20000)");
+MR_CFG_PARAM(probe_us,
+	     "Interval of probes on a dead path, us (10000)");
+MR_CFG_PARAM(dead_after,
+	     "Consecutive timeouts that make a path dead, 1-255 (3)");
+MR_CFG_PARAM(reorder_thresh,
+	     "Packets acknowledged past a hole before it counts as lost (3)");
+MR_CFG_PARAM(ack_delay_us,
+	     "Longest an acknowledgement waits, us (20)");
+MR_CFG_PARAM(ack_every,
+	     "Acknowledge at least every N packets (16)");
+MR_CFG_PARAM(msg_ack_us,
+	     "Wait for a message acknowledgement before asking again, us (1000)");
+MR_CFG_PARAM(init_window,
+	     "Bytes in flight before any feedback (65536)");
+MR_CFG_PARAM(min_window,
+	     "Floor of the connection window, bytes (2192)");
+MR_CFG_PARAM(max_window,
+	     "Ceiling of the connection window, bytes (16777216)");
+MR_CFG_PARAM(ai_bytes,
+	     "Additive increase per round trip, bytes (4096)");
+MR_CFG_PARAM(ecn_shift,
+	     "ECN fraction gain 1/2^N, 1-10 (4)");
+MR_CFG_PARAM(repick_alpha,
+	     "ECN fraction (of 1024) at which a path re-picks its port (512)");
+MR_CFG_PARAM(pacing,
+	     "Pace at the receiver's rate hint, 1 to enable (off)");
+
+static const struct mr_cfg_param mr_cfg_params[] = {
+	MR_CFG_PARAM_ENTRY(rto_max_us, rto_max_ns, NSEC_PER_USEC),
+	MR_CFG_PARAM_ENTRY(rto_init_us, rto_init_ns, NSEC_PER_USEC),
+	MR_CFG_PARAM_ENTRY(probe_us, probe_ns, NSEC_PER_USEC),
+	MR_CFG_PARAM_ENTRY(dead_after, dead_after, 1),
+	MR_CFG_PARAM_ENTRY(reorder_thresh, reorder_thresh, 1),
+	MR_CFG_PARAM_ENTRY(ack_delay_us, ack_delay_ns, NSEC_PER_USEC),
+	MR_CFG_PARAM_ENTRY(ack_every, ack_every, 1),
+	MR_CFG_PARAM_ENTRY(msg_ack_us, msg_ack_ns, NSEC_PER_USEC),
+	MR_CFG_PARAM_ENTRY(init_window, init_window, 1),
+	MR_CFG_PARAM_ENTRY(min_window, min_window, 1),
+	MR_CFG_PARAM_ENTRY(max_window, max_window, 1),
+	MR_CFG_PARAM_ENTRY(ai_bytes, ai_bytes, 1),
+	MR_CFG_PARAM_ENTRY(ecn_shift, ecn_shift, 1),
+	MR_CFG_PARAM_ENTRY(repick_alpha, repick_alpha, 1),
+	MR_CFG_PARAM_ENTRY(pacing, pacing, 1),
+};
+
+/*
+ * The transport configuration a new device starts with: the engine's
+ * defaults, the device's timer defaults, then the module parameters.
+ * -EINVAL if the parameters make it invalid.
+ */
+int mr_dev_cfg_default(struct mr_conn_cfg *cfg)
+{
+	unsigned int i;
+
+	mr_conn_cfg_default(cfg);
+	cfg->mtu = MR_MAX_PAYLOAD;
+	/*
+	 * Timers for hosts whose scheduling can delay an ACK by milliseconds
+	 * (busy-polling applications, virtual machines): a spurious timeout
+	 * costs a duplicate, a late one only a tail loss's recovery.
+	 */
+	cfg->npaths = mr_param_paths;
+	cfg->rto_min_ns = mr_param_rto_min_us * NSEC_PER_USEC;
+	cfg->rto_init_ns = max_t(u32, 20 * NSEC_PER_MSEC, cfg->rto_min_ns);
+	cfg->rto_max_ns = max_t(u32, cfg->rto_max_ns, cfg->rto_min_ns);
+	cfg->probe_ns = 10 * NSEC_PER_MSEC;
+	for (i = 0; i < ARRAY_SIZE(mr_cfg_params); i++) {
+		const struct mr_cfg_param *p = &mr_cfg_params[i];
+		u64 v = (u64)*p->val * p->unit;
+
+		if (!*p->val)
+			continue;
+		if (v > U32_MAX)
+			return -EINVAL;
+		*(u32 *)((char *)cfg + p->off) = (u32)v;
+	}
+	return mr_conn_cfg_check(cfg) ? -EINVAL : 0;
+}
+
 /* Deferred device unregistration; drained before the module goes away. */
 struct workqueue_struct *mr_wq;
 
@@ -55,6 +156,14 @@ static int __init mr_init(void)
 		pr_err("paths must be 1-%u; rto_min_us and rx_capacity_mbps non-zero\n",
 		       MR_MAX_PATHS);
 		return -EINVAL;
+	}
+	{
+		struct mr_conn_cfg cfg;
+
+		if (mr_dev_cfg_default(&cfg)) {
+			pr_err("the transport parameters are invalid together (see Documentation/admin-guide.rst)\n");
+			return -EINVAL;
+		}
 	}
 
 	mr_wq = alloc_workqueue(METAROCE_NAME, WQ_UNBOUND, 0);

@@ -1,0 +1,169 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# timeout: 600
+#
+# Transport tunables, module parameters and telemetry, as
+# Documentation/admin-guide.rst describes them:
+#
+#   module_params   modprobe with a combination the transport refuses
+#                   (dead_after=256; min_window above max_window) fails
+#                   with EINVAL and loads nothing; with valid ones, a new
+#                   device starts with them (0 keeps the default)
+#   defaults        each tunable in /sys/class/infiniband/DEV/metaroce/
+#                   reads the default of the admin guide's table
+#   invalid         non-numbers, out-of-range values and values invalid
+#                   together with the others are refused with EINVAL, and
+#                   the file keeps its value
+#   live            while ib_write_bw runs: paths is refused with EBUSY;
+#                   ack_every, dead_after, ai_bytes and pacing change and
+#                   read back; the debugfs peers table shows the
+#                   connection and one row per path with a known state;
+#                   rdma statistic has per-path counters; the run completes
+. "$(dirname "$0")/lib.sh"
+mr_require_module
+
+DOC=$MR_TOP/Documentation/admin-guide.rst
+TUNABLES=(paths rto_min_us rto_max_us rto_init_us probe_us dead_after
+	reorder_thresh ack_delay_us ack_every msg_ack_us init_window min_window
+	max_window ai_bytes ecn_shift repick_alpha pacing rx_capacity_mbps)
+PORT=18620
+
+# doc_default NAME: the default in the tunables table ("``NAME``  VALUE").
+doc_default() {
+	awk -v k="$1" '{ gsub(/`/, "") } $1 == k && $2 ~ /^[0-9]+$/ { print $2; exit }' "$DOC"
+}
+
+tun() { echo "/sys/class/infiniband/$1/metaroce/$2"; }
+
+# write_errno FILE VALUE: writes VALUE, prints the error ("ok" if none).
+write_errno() {
+	local out
+	if out=$( { printf '%s' "$2" >"$1"; } 2>&1); then
+		echo ok
+	else
+		case $out in
+		*"Invalid argument"*) echo EINVAL ;;
+		*"Device or resource busy"*) echo EBUSY ;;
+		*) echo "other: $out" ;;
+		esac
+	fi
+}
+
+module_params() {
+	local out
+	mr_mod_unload || mr_fail "cannot unload $MR_MOD"
+	mr_defer modprobe "$MR_MOD"
+	mr_defer mr_mod_unload
+	out=$(modprobe "$MR_MOD" dead_after=256 2>&1) &&
+		mr_fail "modprobe dead_after=256 succeeded"
+	assert_match "dead_after=256: EINVAL" "Invalid argument" "$out"
+	if mr_mod_loaded; then mr_fail "the module loaded anyway"; fi
+	out=$(modprobe "$MR_MOD" min_window=70000 max_window=65536 2>&1) &&
+		mr_fail "modprobe min_window above max_window succeeded"
+	assert_match "min_window > max_window: EINVAL" "Invalid argument" "$out"
+	dmesg | grep -F "transport parameters are invalid" | tail -n 1
+	assert_ok "modprobe with valid parameters" \
+		modprobe "$MR_MOD" dead_after=5 ack_every=8 pacing=1 ai_bytes=0 paths=4
+	ip link del mrtun0 2>/dev/null || true
+	mr_defer ip link del mrtun0
+	ip link add mrtun0 type dummy
+	mr_link_add mrtun_dev mrtun0
+	assert_eq "dead_after from the module" 5 "$(cat "$(tun mrtun_dev dead_after)")"
+	assert_eq "ack_every from the module" 8 "$(cat "$(tun mrtun_dev ack_every)")"
+	assert_eq "pacing from the module" 1 "$(cat "$(tun mrtun_dev pacing)")"
+	assert_eq "paths from the module" 4 "$(cat "$(tun mrtun_dev paths)")"
+	assert_eq "ai_bytes=0 keeps the default" "$(doc_default ai_bytes)" \
+		"$(cat "$(tun mrtun_dev ai_bytes)")"
+}
+
+defaults() {
+	local t want
+	for t in "${TUNABLES[@]}"; do
+		want=$(doc_default "$t")
+		[[ -n $want ]] || mr_fail "$t has no default in $DOC"
+		assert_eq "$t default" "$want" "$(cat "$(tun "$MR_A_DEV" "$t")")"
+	done
+	mr_log "${#TUNABLES[@]} tunables read their documented defaults"
+}
+
+# refused NAME VALUE: EINVAL, value unchanged.
+refused() {
+	local f before
+	f=$(tun "$MR_A_DEV" "$1")
+	before=$(cat "$f")
+	assert_eq "$1=$2 refused" EINVAL "$(write_errno "$f" "$2")"
+	assert_eq "$1 unchanged after $2" "$before" "$(cat "$f")"
+}
+
+invalid() {
+	local max
+	refused ack_every abc
+	refused ack_every -1
+	refused ack_every 0
+	refused paths 0
+	refused paths 17
+	refused dead_after 256
+	refused pacing 2
+	refused ecn_shift 11
+	refused repick_alpha 1025
+	refused reorder_thresh 256
+	refused rx_capacity_mbps 0
+	refused rto_min_us 4294967295
+	max=$(cat "$(tun "$MR_A_DEV" rto_max_us)")
+	refused rto_min_us $((max + 1))
+	max=$(cat "$(tun "$MR_A_DEV" max_window)")
+	refused min_window $((max + 1))
+	refused init_window $((max + 1))
+	refused max_window $(((1 << 30) + 1))
+}
+
+# set_ok NAME VALUE: accepted and read back.
+set_ok() {
+	local f
+	f=$(tun "$MR_A_DEV" "$1")
+	assert_eq "$1=$2 accepted" ok "$(write_errno "$f" "$2")"
+	assert_eq "$1 reads $2" "$2" "$(cat "$f")"
+}
+
+live_checks() {
+	local peers paths rows
+	wait_for 30 grep -q "^peer" "/sys/kernel/debug/metaroce/$MR_A_DEV/peers" ||
+		mr_fail "no connection in $MR_A_DEV's debugfs peers table"
+	assert_eq "paths refused while connected" EBUSY \
+		"$(write_errno "$(tun "$MR_A_DEV" paths)" 4)"
+	set_ok ack_every 8
+	set_ok dead_after 5
+	set_ok ai_bytes 8192
+	set_ok pacing 1
+	set_ok pacing 0
+	peers=$(cat "/sys/kernel/debug/metaroce/$MR_A_DEV/peers")
+	printf '%s\n' "$peers" | head -n 12
+	paths=$(cat "$(tun "$MR_A_DEV" paths)")
+	rows=$(awk '$1 ~ /^[0-9]+$/ && $3 ~ /^(good|congested|dead|probing)$/' <<<"$peers" | wc -l)
+	((rows >= paths)) || mr_fail "$rows path rows with a known state, want $paths"
+	rdma statistic show link "$MR_A_DEV/1" | grep -qE 'path0_[a-z_]+ [0-9]+' ||
+		mr_fail "rdma statistic has no per-path counter"
+	echo 'done' >"$MR_TMP/live"
+}
+
+live() {
+	(
+		sleep 4
+		live_checks
+	) >"$MR_TMP/live.log" 2>&1 &
+	local checker=$!
+	mr_defer kill "$checker" 2>/dev/null
+	MR_PAIR_TIMEOUT=90 mr_pair live "tcp:$PORT" \
+		ib_write_bw -d "$MR_B_DEV" -x "$MR_B_GIDX" -p "$PORT" -s 65536 -D 10 -- \
+		ib_write_bw -d "$MR_A_DEV" -x "$MR_A_GIDX" -p "$PORT" -s 65536 -D 10 "$MR_B_IP"
+	wait "$checker" || { cat "$MR_TMP/live.log"; mr_fail "the checks during the run failed"; }
+	cat "$MR_TMP/live.log"
+	[[ -s $MR_TMP/live ]] || mr_fail "the checks during the run did not finish"
+}
+
+mr_run module_params module_params
+mr_setup two_hosts mr_two_hosts
+mr_run defaults defaults
+mr_run invalid invalid
+mr_run live live
+mr_done
