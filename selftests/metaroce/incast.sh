@@ -30,7 +30,7 @@ DURATION=10
 PORT=18800
 
 incast() {
-	local i spids=() cpids=() rc bws=() tx=0 rto=0 ce=0 g
+	local i spids=() cpids=() rc bws=() tx=0 rto=0 ce=0 g d per=()
 	mr_ecn_bottleneck mrsw wr "$RATE"
 	for ((i = 0; i < SENDERS; i++)); do
 		mr_stats "mrs${i}_dev" "mrs$i" >"$MR_TMP/s$i.before"
@@ -65,14 +65,21 @@ incast() {
 			"$MR_TMP/cli$i")
 		[[ ${bws[i]} =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
 			mr_fail "sender $i: no bandwidth figure in its report"
-		tx=$((tx + $(mr_stat_delta "$MR_TMP/s$i.before" "$MR_TMP/s$i.after" data_segments_tx)))
-		rto=$((rto + $(mr_stat_delta "$MR_TMP/s$i.before" "$MR_TMP/s$i.after" retransmits_timeout)))
-		ce=$((ce + $(mr_stat_delta "$MR_TMP/s$i.before" "$MR_TMP/s$i.after" ecn_ce_echoed)))
+		d=(
+			"$(mr_stat_delta "$MR_TMP/s$i.before" "$MR_TMP/s$i.after" data_segments_tx)"
+			"$(mr_stat_delta "$MR_TMP/s$i.before" "$MR_TMP/s$i.after" retransmits_timeout)"
+			"$(mr_stat_delta "$MR_TMP/s$i.before" "$MR_TMP/s$i.after" ecn_ce_echoed)"
+		)
+		per+=("${d[0]}/${d[1]}/${d[2]}")
+		tx=$((tx + d[0]))
+		rto=$((rto + d[1]))
+		ce=$((ce + d[2]))
 	done
 	echo "${bws[*]}" >"$MR_TMP/bws"
 	echo "$tx $rto" >"$MR_TMP/retx"
 	mr_log "MB/s per sender: ${bws[*]}; data segments $tx, timeout" \
 		"retransmissions $rto, CE marks echoed $ce"
+	mr_log "per sender, data segments/timeout retransmissions/CE marks: ${per[*]}"
 	mr_log "backlog samples (bytes): $(paste -sd' ' "$MR_TMP/backlog")"
 }
 
