@@ -198,9 +198,11 @@ mr_require_module() {
 }
 
 # Unloads the module (it must remove its devices itself); waits until gone.
+# rmmod, not modprobe -r: that also removes the modules it depends on and
+# fails when another user (rdma_ucm...) holds one of them.
 mr_mod_unload() {
 	mr_mod_loaded || return 0
-	modprobe -r "$MR_MOD" && wait_for 10 mr_mod_gone
+	rmmod "$MR_MOD" && wait_for 10 mr_mod_gone
 }
 mr_mod_gone() { ! mr_mod_loaded; }
 
