@@ -100,6 +100,21 @@ static const struct mr_cfg_param mr_cfg_params[] = {
 };
 
 /*
+ * Sets the u32 field at byte offset @off of @cfg to @val user units of
+ * @unit (1, or NSEC_PER_USEC for the microsecond tunables); -EINVAL if it
+ * does not fit. The caller checks the whole configuration afterwards.
+ */
+int mr_cfg_set(struct mr_conn_cfg *cfg, size_t off, u32 unit, u32 val)
+{
+	u64 v = (u64)val * unit;
+
+	if (v > U32_MAX)
+		return -EINVAL;
+	*(u32 *)((char *)cfg + off) = (u32)v;
+	return 0;
+}
+
+/*
  * The transport configuration a new device starts with: the engine's
  * defaults, the device's timer defaults, then the module parameters.
  * -EINVAL if the parameters make it invalid.
@@ -122,13 +137,9 @@ int mr_dev_cfg_default(struct mr_conn_cfg *cfg)
 	cfg->probe_ns = 10 * NSEC_PER_MSEC;
 	for (i = 0; i < ARRAY_SIZE(mr_cfg_params); i++) {
 		const struct mr_cfg_param *p = &mr_cfg_params[i];
-		u64 v = (u64)*p->val * p->unit;
 
-		if (!*p->val)
-			continue;
-		if (v > U32_MAX)
+		if (*p->val && mr_cfg_set(cfg, p->off, p->unit, *p->val))
 			return -EINVAL;
-		*(u32 *)((char *)cfg + p->off) = (u32)v;
 	}
 	return mr_conn_cfg_check(cfg) ? -EINVAL : 0;
 }
@@ -144,6 +155,7 @@ static bool mr_udp_port_valid(unsigned short port)
 
 static int __init mr_init(void)
 {
+	struct mr_conn_cfg cfg;
 	int err;
 
 	if (!mr_udp_port_valid(mr_udp_port)) {
@@ -157,13 +169,9 @@ static int __init mr_init(void)
 		       MR_MAX_PATHS);
 		return -EINVAL;
 	}
-	{
-		struct mr_conn_cfg cfg;
-
-		if (mr_dev_cfg_default(&cfg)) {
-			pr_err("the transport parameters are invalid together (see Documentation/admin-guide.rst)\n");
-			return -EINVAL;
-		}
+	if (mr_dev_cfg_default(&cfg)) {
+		pr_err("the transport parameters are invalid together (see Documentation/admin-guide.rst)\n");
+		return -EINVAL;
 	}
 
 	mr_wq = alloc_workqueue(METAROCE_NAME, WQ_UNBOUND, 0);

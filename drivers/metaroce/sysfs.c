@@ -85,7 +85,6 @@ static ssize_t mr_tunable_store(struct device *device,
 	const struct mr_tunable *t = to_mr_tunable(attr);
 	struct mr_conn_cfg cfg;
 	u32 v;
-	u64 scaled;
 	int err;
 
 	err = kstrtou32(buf, 0, &v);
@@ -101,13 +100,9 @@ static ssize_t mr_tunable_store(struct device *device,
 		}
 		goto out;
 	}
-	scaled = (u64)v * t->unit;
-	err = -EINVAL;
-	if (scaled > U32_MAX)
-		goto out;
 	cfg = dev->conn_cfg;
-	*(u32 *)((char *)&cfg + t->off) = (u32)scaled;
-	if (mr_conn_cfg_check(&cfg))
+	err = -EINVAL;
+	if (mr_cfg_set(&cfg, t->off, t->unit, v) || mr_conn_cfg_check(&cfg))
 		goto out;
 	err = mr_peers_reconfigure(dev, &cfg, t->shape);
 out:
