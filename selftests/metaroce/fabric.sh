@@ -142,10 +142,13 @@ mr_fabric_planes() {
 # appends to FILE, about every 20 ms, a line "TIME BYTES_0 ... BYTES_N-1":
 # the wall clock (seconds, EPOCHREALTIME) and the bytes B has received
 # from each plane so far. The loop runs in B's namespace and reads sysfs
-# with shell built-ins only, so that it costs the emulated CPU little.
+# with shell built-ins only (it waits with read -t on a pipe nobody
+# writes, not with sleep), so that it costs the emulated CPU little, and
+# under SCHED_FIFO, so that a busy guest still runs it on time.
 mr_fabric_sampler_start() {
 	# shellcheck disable=SC2016 # the inner shell expands them
-	ip netns exec "$MR_B_NS" bash -c '
+	ip netns exec "$MR_B_NS" chrt -f 10 bash -c '
+		exec 9<> <(:)
 		while :; do
 			s=$EPOCHREALTIME
 			for ((p = 0; p < '"$MR_PLANES"'; p++)); do
@@ -153,7 +156,7 @@ mr_fabric_sampler_start() {
 				s+=" $x"
 			done
 			echo "$s"
-			sleep 0.02
+			read -rt 0.02 -u 9 || true
 		done' >"$1" &
 	_mr_fab_sampler=$!
 	mr_defer kill "$_mr_fab_sampler" 2>/dev/null
