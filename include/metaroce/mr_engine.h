@@ -91,6 +91,17 @@ struct mr_path {
 	u8 timeouts;		/* consecutive RTOs */
 	u8 echo_valid;		/* ce_seen/rx_seen are initialised */
 	u8 hot;			/* rounds above the repick threshold */
+	/*
+	 * Spurious timeout detection: psns [rto_lo, rto_hi) were declared
+	 * lost by the current series of timeouts, rto_first being the oldest
+	 * of them; undo_* is the path's state before the series.
+	 */
+	u8 undo;		/* a series is armed */
+	u8 undo_timeouts;
+	u16 undo_weight;
+	u32 rto_lo;
+	u32 rto_hi;
+	u32 rto_first;
 	u32 dsn[MR_PATH_WND];	/* slot psn % MR_PATH_WND: DSN sent there */
 	u16 len[MR_PATH_WND];	/* and its wire length */
 	u32 out[MR_PATH_WND / 32];	/* slot outstanding */
@@ -179,6 +190,8 @@ enum mr_stat {
 	MR_ST_TX_RESETS,	/* RESETs sent (a sender's epoch unknown) */
 	MR_ST_RX_RESETS,	/* RESETs received: epoch announced again */
 	MR_ST_RX_EPOCH_RESTORED, /* a displaced epoch came back: window restored */
+	MR_ST_RTO_SPURIOUS,	/* timeout series undone: the packet came late */
+	MR_ST_RTX_CANCELLED,	/* queued retransmits dropped: the original came */
 	MR_ST_MAX
 };
 

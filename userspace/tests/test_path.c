@@ -443,8 +443,12 @@ static void test_dead_probe_revive(void)
 	mr_conn_timer(&e->c, e->now);
 	tap_ok(p0->probes == probes, "no second probe while one is outstanding or before probe_ns");
 	/* the probe is SACKed: revived with a low weight */
+	/*
+	 * What a receiver sends: nothing sent on path 0 before the probe
+	 * arrived, so its base is still path 0's first psn.
+	 */
 	ep_ack_init(e, &a);
-	ep_ack_path(&a, 0, e->tx[pi].h.psn);
+	ep_ack_path(&a, 0, e->c.epoch);
 	ep_ack_set(&a.path[0], e->tx[pi].h.psn);
 	a.path[0].tsecr = e->tx[pi].h.tsval;
 	e->now += 10 * US;
@@ -792,6 +796,145 @@ static void test_route_spread(void)
 	       same);
 }
 
+/* Every path's smoothed round trip well above its minimum: timeouts cut. */
+static void standing_queue(struct mr_conn *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		c->path[i].min_rtt = 20 * US;
+		c->path[i].srtt = 80 * US + c->cfg.rto_min_ns / 4;
+	}
+}
+
+/* Time out path 0 while path 1 keeps making progress. */
+static void timeout_path0(struct ep *e)
+{
+	struct mr_path *p0 = &e->c.path[0];
+
+	e->now = p0->last_progress + mr_path_rto(&e->c, p0);
+	e->c.path[1].last_progress = e->now;
+	mr_conn_timer(&e->c, e->now);
+}
+
+/* An ACK block for path 0 with base @base and every psn in [lo, hi). */
+static void ack_path0(struct ep *e, u32 base, u32 lo, u32 hi)
+{
+	struct mr_ack a;
+	u32 psn;
+
+	ep_ack_init(e, &a);
+	ep_ack_path(&a, 0, base);
+	for (psn = lo; psn != hi; psn++)
+		ep_ack_set(&a.path[0], psn);
+	e->now += 10 * US;
+	ep_rx_ack(e, &a);
+}
+
+static void test_spurious_rto(void)
+{
+	struct ep *e = sender(2, 0x20, 3);
+	struct mr_conn *c = &e->c;
+	struct mr_path *p0 = &c->path[0];
+	u32 first, hi, n0, w, from, i, resent = 0;
+
+	send_segs(e, 8);
+	first = p0->una;
+	hi = p0->nxt;
+	n0 = hi - first;
+	standing_queue(c);
+	w = c->wnd;
+	timeout_path0(e);
+	tap_ok(n0 > 0 && p0->timeouts == 1 && p0->weight == MR_WEIGHT_ONE / 2 &&
+	       c->wnd == w / 2 && c->rtx_cnt == n0,
+	       "a stall: path 0 times out, %u segments queued again, window halved",
+	       n0);
+	/* The stalled packets arrive after all: the receiver's ACK shows them. */
+	ack_path0(e, first, first, hi);
+	tap_ok(c->stats[MR_ST_RTO_SPURIOUS] == 1 &&
+	       c->stats[MR_ST_RTX_CANCELLED] == n0 && c->rtx_cnt == 0 &&
+	       p0->timeouts == 0 && p0->weight == MR_WEIGHT_ONE &&
+	       c->wnd == w / 2,
+	       "they arrive late: path undone (timeouts=%u weight=%u), window left cut (%u of %u), %llu retransmits cancelled",
+	       p0->timeouts, p0->weight, c->wnd, w,
+	       (unsigned long long)c->stats[MR_ST_RTX_CANCELLED]);
+	/* Send whatever is queued: none of path 0's segments goes again. */
+	from = e->ntx;
+	ep_tx(e);
+	for (i = from; i < e->ntx; i++) {
+		u32 k;
+
+		if (e->tx[i].h.opcode != MR_OP_WRITE)
+			continue;
+		for (k = 0; k < from; k++)
+			resent += e->tx[k].h.path == 0 &&
+				  e->tx[k].h.opcode == MR_OP_WRITE &&
+				  e->tx[k].h.dsn == e->tx[i].h.dsn;
+	}
+	tap_ok(!resent && c->inflight == c->path[1].inflight,
+	       "nothing is sent twice (%u resent); only path 1's segments are outstanding",
+	       resent);
+	ep_free(e);
+}
+
+static void test_rto_real_loss(void)
+{
+	struct ep *e = sender(2, 0x30, 3);
+	struct mr_conn *c = &e->c;
+	struct mr_path *p0 = &c->path[0];
+	u32 first, hi, n0;
+
+	send_segs(e, 8);
+	first = p0->una;
+	hi = p0->nxt;
+	n0 = hi - first;
+	timeout_path0(e);
+	/* The oldest is lost; the ones after it arrived. */
+	ack_path0(e, first, first + 1, hi);
+	tap_ok(n0 >= 2 && c->stats[MR_ST_RTO_SPURIOUS] == 0 &&
+	       c->stats[MR_ST_RTX_CANCELLED] == n0 - 1 && c->rtx_cnt == 1 &&
+	       p0->timeouts == 1 && p0->weight == MR_WEIGHT_ONE / 2,
+	       "the oldest packet lost: no undo, only the others' retransmits cancelled (%llu)",
+	       (unsigned long long)c->stats[MR_ST_RTX_CANCELLED]);
+	/* A packet sent after the timeout gets through: the series is over. */
+	ep_tx(e);
+	if (p0->nxt == hi)
+		tap_diag("path 0 sent nothing after its timeout");
+	ack_path0(e, first, first + 1, p0->nxt);
+	ack_path0(e, first, first, first + 1);
+	tap_ok(p0->nxt != hi && c->stats[MR_ST_RTO_SPURIOUS] == 0 &&
+	       p0->timeouts == 0,
+	       "after newer packets got through, the oldest arriving undoes nothing");
+	ep_free(e);
+}
+
+static void test_rto_dead_undo(void)
+{
+	struct ep *e = sender(2, 0x40, 3);
+	struct mr_conn *c = &e->c;
+	struct mr_path *p0 = &c->path[0];
+	u32 first, hi, k;
+
+	send_segs(e, 8);
+	first = p0->una;
+	for (k = 0; k < c->cfg.dead_after && p0->state != MR_PATH_DEAD; k++) {
+		timeout_path0(e);
+		ep_tx(e);
+	}
+	hi = p0->nxt;
+	tap_ok(p0->state == MR_PATH_DEAD && c->stats[MR_ST_PATH_DEAD] == 1,
+	       "%u timeouts in a row: path 0 dead", k);
+	/* Everything it was sent arrives after a long stall. */
+	ack_path0(e, first, first, hi);
+	tap_ok(p0->state == MR_PATH_GOOD && p0->timeouts == 0 &&
+	       p0->weight == MR_WEIGHT_ONE && p0->cwnd > 0 &&
+	       c->stats[MR_ST_PATH_REVIVED] == 1 &&
+	       c->stats[MR_ST_RTO_SPURIOUS] == 1,
+	       "the stalled packets arrive: back to good at full weight (state %u weight %u)",
+	       p0->state, p0->weight);
+	ep_free(e);
+}
+
 int main(void)
 {
 	tap_start();
@@ -804,6 +947,9 @@ int main(void)
 	test_rtt();
 	test_rto_backoff();
 	test_dead_probe_revive();
+	test_spurious_rto();
+	test_rto_real_loss();
+	test_rto_dead_undo();
 	test_last_path_survives();
 	test_ecn_weight();
 	test_repick();

@@ -316,6 +316,68 @@ static void mr_path_ecn(struct mr_conn *c, struct mr_path *p, u32 dce,
 			   MR_PATH_CONGESTED : MR_PATH_GOOD;
 }
 
+/*
+ * Undo a timeout series whose oldest packet arrived after all: the path
+ * was late (a stall somewhere), not broken. Its backoff, weight and state
+ * return to what they were before the series. The connection window is
+ * not given back: a packet that late sat in a queue, and a queue is what
+ * the timeout response (mr_conn_cc_on_timeout) is there to drain.
+ */
+static void mr_path_undo(struct mr_conn *c, struct mr_path *p, u64 now)
+{
+	if (p->state == MR_PATH_DEAD) {
+		p->state = MR_PATH_GOOD;
+		mr_stat(c, MR_ST_PATH_REVIVED, 1);
+	}
+	p->timeouts = p->undo_timeouts;
+	p->weight = (u16)mr_max32(p->weight, p->undo_weight);
+	p->last_progress = now;
+	p->undo = 0;
+	mr_stat(c, MR_ST_RTO_SPURIOUS, 1);
+	mr_paths_rebalance(c);
+}
+
+/*
+ * Packets that timeouts declared lost, proven received by @ap. A segment
+ * still waiting for its retransmission is done (it is not sent twice); if
+ * the oldest packet of the series arrived, the series is undone. Proof
+ * needs the receiver not to have abandoned the psn: it cannot have while
+ * nothing MR_PATH_WND or more after it was sent.
+ */
+static void mr_path_late(struct mr_conn *c, struct mr_path *p, u32 id,
+			 const struct mr_ack_path *ap, u64 now)
+{
+	int oldest = 0;
+	u32 psn;
+
+	if (p->nxt - p->rto_lo >= MR_PATH_WND) {
+		p->undo = 0;
+		return;
+	}
+	for (psn = p->rto_lo; psn != p->rto_hi; psn++) {
+		u32 d = psn - ap->base;
+		struct mr_seg *s;
+
+		if (!mr_seq_lt(psn, ap->base) &&
+		    !(d < MR_PATH_WND && mr_bit_test(ap->bitmap, d)))
+			continue;
+		if (psn == p->rto_first)
+			oldest = 1;
+		s = mr_slot_seg(c, p, id, psn);
+		if (s && s->state == MR_SEGS_QUEUED) {
+			mr_seg_release(c, s, now);
+			mr_stat(c, MR_ST_RTX_CANCELLED, 1);
+		}
+	}
+	/* What the cumulative base covers needs no second look. */
+	if (mr_seq_le(p->rto_hi, ap->base))
+		p->rto_lo = p->rto_hi;
+	else if (mr_seq_lt(p->rto_lo, ap->base))
+		p->rto_lo = ap->base;
+	if (oldest)
+		mr_path_undo(c, p, now);
+}
+
 void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 {
 	struct mr_path *p;
@@ -337,6 +399,9 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 	/* A block cannot acknowledge what was never sent. */
 	if (mr_seq_lt(p->nxt, hi))
 		return;
+
+	if (p->undo)
+		mr_path_late(c, p, ap->path, ap, now);
 
 	for (psn = p->una; psn != p->nxt; psn++) {
 		u32 d = psn - ap->base;
@@ -374,6 +439,8 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 			mr_path_rtt_sample(p, rtt);
 		p->last_progress = now;
 		p->timeouts = 0;
+		/* Newer packets got through without the oldest: a real loss. */
+		p->undo = 0;
 		if (p->state == MR_PATH_DEAD) {
 			p->state = MR_PATH_GOOD;
 			p->weight = MR_WEIGHT_ONE / 8;
@@ -429,6 +496,23 @@ static void mr_path_send_probe(struct mr_conn *c, u32 id, u64 now)
 	}
 }
 
+/*
+ * A timeout on a live path is about to declare [una, nxt) lost: remember
+ * that range, and the state before the first timeout of the series, so
+ * that mr_path_late() can undo it if the packets arrive after all.
+ */
+static void mr_path_arm_undo(struct mr_path *p)
+{
+	if (!p->undo) {
+		p->undo = 1;
+		p->undo_timeouts = p->timeouts;
+		p->undo_weight = p->weight;
+		p->rto_lo = p->una;
+		p->rto_first = p->una;
+	}
+	p->rto_hi = p->nxt;
+}
+
 void mr_path_timeouts(struct mr_conn *c, u64 now)
 {
 	u32 i;
@@ -440,6 +524,8 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 
 		if (mr_path_has_out(p) &&
 		    now - p->last_progress >= mr_path_rto(c, p)) {
+			if (p->state != MR_PATH_DEAD)
+				mr_path_arm_undo(p);
 			for (psn = p->una; psn != p->nxt; psn++)
 				if (mr_slot_out(p, psn))
 					mr_slot_lost(c, p, i, psn, 1);
@@ -489,6 +575,8 @@ void mr_paths_requeue(struct mr_conn *c)
 			if (mr_slot_out(p, psn))
 				mr_slot_lost(c, p, i, psn, 1);
 		mr_path_advance(p);
+		/* The receiver starts over: its ACKs prove nothing older. */
+		p->undo = 0;
 	}
 }
 
