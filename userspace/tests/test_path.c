@@ -746,6 +746,37 @@ static int fake_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *pkt)
 	return 0;
 }
 
+/*
+ * @npaths paths over @hops next hops, for 100 connection seeds: in how
+ * many is every next hop taken by npaths / hops paths exactly.
+ */
+static u32 route_even(u32 npaths, u32 hops)
+{
+	static struct mr_seg segs[1024];
+	static struct mr_conn c;
+	static const struct mr_env_ops ops = {
+		.xmit = fake_xmit, .route_key = fake_route,
+	};
+	struct mr_conn_cfg cfg;
+	u32 seed, i, even = 0;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = npaths;
+	route_planes = hops;
+	for (seed = 1; seed <= 100; seed++) {
+		u32 n[MR_MAX_PATHS + 1] = { 0 }, ok = 1;
+
+		if (mr_conn_init(&c, &cfg, segs, &ops, NULL, 0x1234, seed, 0))
+			abort();
+		for (i = 0; i < npaths; i++)
+			n[c.path[i].route]++;
+		for (i = 1; i <= hops; i++)
+			ok &= n[i] == npaths / hops;
+		even += ok;
+	}
+	return even;
+}
+
 static void test_route_spread(void)
 {
 	static struct mr_seg segs[1024];
@@ -772,7 +803,7 @@ static void test_route_spread(void)
 		if (c.path[i].route)
 			ok = 0;
 	tap_ok(ok && n[1] == 2 && n[2] == 2 && n[3] == 2 && n[4] == 2 &&
-	       route_calls <= cfg.npaths * 16,
+	       route_calls <= cfg.npaths * 64,
 	       "route_key: 8 paths spread 2 per next hop over 4 (%u %u %u %u, %u lookups)",
 	       n[1], n[2], n[3], n[4], route_calls);
 	old = c.path[0].route;
@@ -794,6 +825,13 @@ static void test_route_spread(void)
 	tap_ok(same == MR_MAX_PATHS,
 	       "no route known: the same random ports as without route_key (%u/16)",
 	       same);
+	{
+		u32 e8 = route_even(8, 8), e16 = route_even(16, 8);
+
+		tap_ok(e8 == 100 && e16 == 100,
+		       "route_key: over 8 next hops, 8 paths take one each and 16 two each, for every one of 100 seeds (%u, %u)",
+		       e8, e16);
+	}
 }
 
 /* Every path's smoothed round trip well above its minimum: timeouts cut. */

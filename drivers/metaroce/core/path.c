@@ -11,7 +11,7 @@
 
 #define MR_WEIGHT_MIN		(MR_WEIGHT_ONE / 32)
 #define MR_PROBE_LEN		(MR_BASE_HLEN + 28)	/* + IP/UDP, roughly */
-#define MR_PORT_TRIES		16	/* ports tried per pick with route_key */
+#define MR_PORT_TRIES		64	/* ports tried per pick with route_key */
 
 void mr_bitmap_shift(u32 *map, u32 words, u32 n)
 {
