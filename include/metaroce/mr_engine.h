@@ -93,15 +93,14 @@ struct mr_path {
 	u8 hot;			/* rounds above the repick threshold */
 	/*
 	 * Spurious timeout detection: psns [rto_lo, rto_hi) were declared
-	 * lost by the current series of timeouts, rto_first being the oldest
-	 * of them; undo_* is the path's state before the series.
+	 * lost by the current series of timeouts, rto_lo being the oldest;
+	 * undo_* is the path's state before the series.
 	 */
 	u8 undo;		/* a series is armed */
 	u8 undo_timeouts;
 	u16 undo_weight;
 	u32 rto_lo;
 	u32 rto_hi;
-	u32 rto_first;
 	u32 dsn[MR_PATH_WND];	/* slot psn % MR_PATH_WND: DSN sent there */
 	u16 len[MR_PATH_WND];	/* and its wire length */
 	u32 out[MR_PATH_WND / 32];	/* slot outstanding */

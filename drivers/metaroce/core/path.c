@@ -337,17 +337,25 @@ static void mr_path_undo(struct mr_conn *c, struct mr_path *p, u64 now)
 	mr_paths_rebalance(c);
 }
 
+/* Does path block @ap prove @psn received (below Base, or its bit set)? */
+static int mr_ack_has(const struct mr_ack_path *ap, u32 psn)
+{
+	u32 d = psn - ap->base;
+
+	return mr_seq_lt(psn, ap->base) ||
+	       (d < MR_PATH_WND && mr_bit_test(ap->bitmap, d));
+}
+
 /*
  * Packets that timeouts declared lost, proven received by @ap. A segment
  * still waiting for its retransmission is done (it is not sent twice); if
- * the oldest packet of the series arrived, the series is undone. Proof
- * needs the receiver not to have abandoned the psn: it cannot have while
- * nothing MR_PATH_WND or more after it was sent.
+ * the oldest packet of the series (rto_lo) arrived, the series is undone.
+ * Proof needs the receiver not to have abandoned the psn: it cannot have
+ * while nothing MR_PATH_WND or more after it was sent.
  */
 static void mr_path_late(struct mr_conn *c, struct mr_path *p, u32 id,
 			 const struct mr_ack_path *ap, u64 now)
 {
-	int oldest = 0;
 	u32 psn;
 
 	if (p->nxt - p->rto_lo >= MR_PATH_WND) {
@@ -355,26 +363,17 @@ static void mr_path_late(struct mr_conn *c, struct mr_path *p, u32 id,
 		return;
 	}
 	for (psn = p->rto_lo; psn != p->rto_hi; psn++) {
-		u32 d = psn - ap->base;
 		struct mr_seg *s;
 
-		if (!mr_seq_lt(psn, ap->base) &&
-		    !(d < MR_PATH_WND && mr_bit_test(ap->bitmap, d)))
+		if (!mr_ack_has(ap, psn))
 			continue;
-		if (psn == p->rto_first)
-			oldest = 1;
 		s = mr_slot_seg(c, p, id, psn);
 		if (s && s->state == MR_SEGS_QUEUED) {
 			mr_seg_release(c, s, now);
 			mr_stat(c, MR_ST_RTX_CANCELLED, 1);
 		}
 	}
-	/* What the cumulative base covers needs no second look. */
-	if (mr_seq_le(p->rto_hi, ap->base))
-		p->rto_lo = p->rto_hi;
-	else if (mr_seq_lt(p->rto_lo, ap->base))
-		p->rto_lo = ap->base;
-	if (oldest)
+	if (mr_ack_has(ap, p->rto_lo))
 		mr_path_undo(c, p, now);
 }
 
@@ -404,14 +403,7 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		mr_path_late(c, p, ap->path, ap, now);
 
 	for (psn = p->una; psn != p->nxt; psn++) {
-		u32 d = psn - ap->base;
-		int got;
-
-		if (!mr_slot_out(p, psn))
-			continue;
-		got = mr_seq_lt(psn, ap->base) ||
-		      (d < MR_PATH_WND && mr_bit_test(ap->bitmap, d));
-		if (!got)
+		if (!mr_slot_out(p, psn) || !mr_ack_has(ap, psn))
 			continue;
 		bytes += p->len[psn % MR_PATH_WND];
 		acked++;
@@ -508,7 +500,6 @@ static void mr_path_arm_undo(struct mr_path *p)
 		p->undo_timeouts = p->timeouts;
 		p->undo_weight = p->weight;
 		p->rto_lo = p->una;
-		p->rto_first = p->una;
 	}
 	p->rto_hi = p->nxt;
 }
