@@ -386,3 +386,13 @@ u32 ep_ncqe(const struct ep *e, const struct mr_qp *qp, u32 from)
 			n++;
 	return n;
 }
+
+void ep_standing_queue(struct mr_conn *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		c->path[i].min_rtt = 20000;
+		c->path[i].srtt = 80000 + c->cfg.rto_min_ns / 4;
+	}
+}

@@ -607,17 +607,6 @@ static u32 round_trip(struct ep *e, u64 rtt, u16 *ce, u16 *rx, u32 ce_pkts)
 	return n;
 }
 
-/* Make every path's smoothed round trip well above its minimum. */
-static void queueing(struct mr_conn *c)
-{
-	u32 i;
-
-	for (i = 0; i < c->npaths; i++) {
-		c->path[i].min_rtt = 20 * US;
-		c->path[i].srtt = 80 * US + c->cfg.rto_min_ns / 4;
-	}
-}
-
 static void test_cc(void)
 {
 	struct ep *e = sender(1);
@@ -651,7 +640,7 @@ static void test_cc(void)
 	tap_ok(c->wnd == w1 && c->stats[MR_ST_RETX_RTO] > 0,
 	       "an RTO without a grown round trip (random loss) keeps the window (%u)",
 	       c->wnd);
-	queueing(c);
+	ep_standing_queue(c);
 	ep_tx(e);
 	e->now = mr_path_next_timer(c);
 	mr_conn_timer(c, e->now);

@@ -834,17 +834,6 @@ static void test_route_spread(void)
 	}
 }
 
-/* Every path's smoothed round trip well above its minimum: timeouts cut. */
-static void standing_queue(struct mr_conn *c)
-{
-	u32 i;
-
-	for (i = 0; i < c->npaths; i++) {
-		c->path[i].min_rtt = 20 * US;
-		c->path[i].srtt = 80 * US + c->cfg.rto_min_ns / 4;
-	}
-}
-
 /* Time out path 0 while path 1 keeps making progress. */
 static void timeout_path0(struct ep *e)
 {
@@ -880,7 +869,7 @@ static void test_spurious_rto(void)
 	first = p0->una;
 	hi = p0->nxt;
 	n0 = hi - first;
-	standing_queue(c);
+	ep_standing_queue(c);
 	w = c->wnd;
 	timeout_path0(e);
 	tap_ok(n0 > 0 && p0->timeouts == 1 && p0->weight == MR_WEIGHT_ONE / 2 &&
