@@ -34,10 +34,11 @@
 #                   50 % over every 500 ms window in that time (a dip that
 #                   long is a stall of recovery, not the emulator's noise,
 #                   which took single windows to 67 % in CI); after the
-#                   plane returns it carries its share again. Logged: the recovery time
-#                   (the end of the first run of sampling intervals under
-#                   70 % after the failure; 0 if there is none), the
-#                   lowest single interval, and the rate before it.
+#                   plane returns it carries its share again. Logged: the
+#                   recovery time (the end of the first run of sampling
+#                   intervals under 70 % after the failure; 0 if there is
+#                   none), the lowest single interval, and the rate before
+#                   the failure.
 #   congestion      plane 0 becomes an ECN-marking bottleneck of the same
 #                   rate (mr_ecn_bottleneck) that a UDP flow of 2/3 of
 #                   its rate also crosses, while ib_write_bw runs: the
@@ -75,13 +76,27 @@ integrity() {
 	grep -h "^mr_integrity: OK" "$MR_TMP/$1.client" "$MR_TMP/$1.server"
 }
 
-# shares BEFORE AFTER: each plane's share of the bytes between two
-# mr_fabric_bytes samples, in percent, one line.
-shares() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
+# planes WHAT BEFORE AFTER: the bytes each plane carried towards B between
+# two mr_fabric_bytes samples, as WHAT: "shares" (percent per plane, one
+# line), "busiest" (the plane that carried the most), "total" (all of
+# them), or "even" (prints least/most and fails unless the least is 85 %
+# of the most or more).
+planes() {
+	awk -v what="$1" -v a="$2" -v b="$3" 'BEGIN {
 		n = split(a, x, " "); split(b, y, " ")
-		for (i = 1; i <= n; i++) { d[i] = y[i] - x[i]; t += d[i] }
-		for (i = 1; i <= n; i++) printf "%d%s", t ? 100 * d[i] / t : 0, i < n ? " " : "\n"
+		for (i = 1; i <= n; i++) {
+			d[i] = y[i] - x[i]; t += d[i]
+			if (i == 1 || d[i] < lo) lo = d[i]
+			if (i == 1 || d[i] > hi) { hi = d[i]; top = i - 1 }
+		}
+		if (what == "total") print t
+		if (what == "busiest") print top
+		if (what == "shares")
+			for (i = 1; i <= n; i++) printf "%d%s", t ? 100 * d[i] / t : 0, i < n ? " " : "\n"
+		if (what == "even") {
+			printf "least/most bytes per plane: %d/%d = %.2f\n", lo, hi, hi ? lo / hi : 0
+			exit !(hi > 0 && lo >= 0.85 * hi)
+		}
 	}'
 }
 
@@ -90,36 +105,9 @@ spread() {
 	b0=$(mr_fabric_bytes)
 	integrity spread 11 8
 	b1=$(mr_fabric_bytes)
-	s=$(shares "$b0" "$b1")
+	s=$(planes shares "$b0" "$b1")
 	mr_log "bytes per plane towards B: $b0 -> $b1; shares (%): $s"
-	awk -v a="$b0" -v b="$b1" 'BEGIN {
-		n = split(a, x, " "); split(b, y, " ")
-		for (i = 1; i <= n; i++) {
-			d = y[i] - x[i]
-			if (i == 1 || d < min) min = d
-			if (i == 1 || d > max) max = d
-		}
-		printf "least/most bytes per plane: %d/%d = %.2f\n", min, max, max ? min / max : 0
-		exit !(max > 0 && min >= 0.85 * max)
-	}' || mr_fail "the planes carried uneven shares: $s"
-}
-
-# The plane with the most bytes towards B since BEFORE.
-busiest() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		n = split(a, x, " "); split(b, y, " ")
-		for (i = 1; i <= n; i++) if (y[i] - x[i] > m) { m = y[i] - x[i]; p = i - 1 }
-		print p
-	}'
-}
-
-# carried BEFORE AFTER: bytes towards B between two mr_fabric_bytes samples.
-carried() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		n = split(a, x, " "); split(b, y, " ")
-		for (i = 1; i <= n; i++) t += y[i] - x[i]
-		print t
-	}'
+	planes even "$b0" "$b1" || mr_fail "the planes carried uneven shares: $s"
 }
 
 # The failure follows the transfer's progress, not the clock, so that a
@@ -137,18 +125,18 @@ plane_failure() {
 	b0=$(mr_fabric_bytes)
 	(
 		b1=$b0
-		until (($(carried "$b0" "$b1") >= FAIL_AT)); do
+		until (($(planes total "$b0" "$b1") >= FAIL_AT)); do
 			sleep 0.2
 			b1=$(mr_fabric_bytes)
 		done
-		p=$(busiest "$b0" "$b1")
+		p=$(planes busiest "$b0" "$b1")
 		echo "$p $b1" >"$MR_TMP/failed"
 		mr_fabric_blackhole "$p" on
 		t=$SECONDS
 		sleep 1
 		while ((SECONDS - t < 3)); do
 			b2=$(mr_fabric_bytes)
-			(($(carried "$b0" "$b2") >= RESTORE_BY)) && break
+			(($(planes total "$b0" "$b2") >= RESTORE_BY)) && break
 			sleep 0.2
 		done
 		mr_fabric_bytes >"$MR_TMP/restoring"
@@ -173,7 +161,7 @@ plane_failure() {
 	dead=$(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" path_dead)
 	mr_log "plane $p failed; bytes per plane: start $b0, failure $b1," \
 		"restored $b2, end $b3; paths declared dead: $dead;" \
-		"bytes towards B after the restore: $(carried "$b2" "$b3")"
+		"bytes towards B after the restore: $(planes total "$b2" "$b3")"
 	before=$(awk -v p="$p" '{ print $(p + 1) }' <<<"$b2")
 	after=$(awk -v p="$p" '{ print $(p + 1) }' <<<"$b3")
 	((dead >= 1)) || mr_fail "no path was declared dead while plane $p was down"
@@ -269,8 +257,8 @@ recovery_check() {
 			pd += pb[j] - pb[j - 1]; td += tot[j] - tot[j - 1]
 		}
 		mean = m0 && m1 > m0 ? rate(m0, m1) : 0
-		printf "before the failure: %.1f Mb/s = %.0f %% of the 4 planes; from 100 ms after it: %.1f Mb/s = %.0f %% of the surviving %.0f Mb/s on average; %d windows of %.0f ms: lowest %.1f Mb/s = %.0f %%; the first dip under 70 %% ended %.0f ms after it; lowest interval %.0f %% (longest interval %.0f ms); plane back: %.0f %% of the bytes after it returned\n",
-			pre / 1e6, 100 * pre / (n * r), mean / 1e6, 100 * mean / cap, cap / 1e6,
+		printf "before the failure: %.1f Mb/s = %.0f %% of the %d planes; from 100 ms after it: %.1f Mb/s = %.0f %% of the surviving %.0f Mb/s on average; %d windows of %.0f ms: lowest %.1f Mb/s = %.0f %%; the first dip under 70 %% ended %.0f ms after it; lowest interval %.0f %% (longest interval %.0f ms); plane back: %.0f %% of the bytes after it returned\n",
+			pre / 1e6, 100 * pre / (n * r), n, mean / 1e6, 100 * mean / cap, cap / 1e6,
 			k, w * 1000, min / 1e6, 100 * min / cap,
 			back70 * 1000, 100 * lo / cap, maxdt * 1000, td ? 100 * pd / td : 0
 		if (k < 5) { print "too few samples during the failure"; exit 1 }
