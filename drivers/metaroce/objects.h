@@ -410,7 +410,6 @@ struct mr_peer {
 	struct mr_dev *dev;
 	struct mr_addr addr;
 	struct hlist_node node;		/* dev->peers, RCU */
-	refcount_t ref;
 	unsigned int nqps;		/* attached QPs, under dev->peers_lock */
 	u64 idle_since;			/* ns; when nqps became 0 */
 	struct hrtimer timer;
@@ -419,9 +418,9 @@ struct mr_peer {
 	unsigned long work;		/* MR_PEER_WORK_* bits */
 	struct list_head work_node;	/* dev->peer_work */
 	struct list_head rx_node;	/* NAPI-private: touched this poll */
+	struct mr_peer *gc_next;	/* retired, waiting for RCU; GC-private */
 	struct dst_cache dst[MR_MAX_PATHS];
 	u16 dst_sport[MR_MAX_PATHS];
-	struct rcu_head rcu;
 };
 
 /* Find or create the peer for @addr and attach a QP to it (RTR). */

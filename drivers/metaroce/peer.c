@@ -353,8 +353,12 @@ static void mr_peer_gc(struct work_struct *work)
 			if (!idle && now - peer->idle_since < 30 * MR_PEER_IDLE_NS)
 				continue;
 			mr_peer_retire(dev, peer);
-			/* Chain through rx_node: unused once retired. */
-			peer->rx_node.next = (struct list_head *)dead;
+			/*
+			 * Not through rx_node: a NAPI poll that found the
+			 * peer before it was unhashed may have it on its
+			 * touched list until the grace period ends.
+			 */
+			peer->gc_next = dead;
 			dead = peer;
 		}
 	}
@@ -364,7 +368,7 @@ static void mr_peer_gc(struct work_struct *work)
 		synchronize_net();
 		while (dead) {
 			peer = dead;
-			dead = (struct mr_peer *)peer->rx_node.next;
+			dead = peer->gc_next;
 			mr_peer_free(peer);
 		}
 	}
