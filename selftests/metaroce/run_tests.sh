@@ -36,6 +36,14 @@ for p in "${all[@]}"; do
 		[[ $p == *"$pat"* ]] && { progs+=("$p"); break; }
 	done
 done
+# A PATTERN that names nothing is a mistake, not an empty pass.
+for pat; do
+	for p in "${all[@]}"; do
+		[[ $p == *"$pat"* ]] && continue 2
+	done
+	echo "Bail out! no test program matches '$pat'"
+	exit 1
+done
 
 # Kernel log lines that mean the kernel misbehaved (as the VM runner).
 bad='Oops|BUG:|kernel BUG at|WARNING:|general protection fault[,:]|Call Trace:'
