@@ -1,0 +1,197 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# timeout: 900
+#
+# Many QPs over one unified connection: mr_scale connects QPS RC QPs
+# (default 4000) between two hosts joined by a veth pair, and in each of
+# two rounds every QP carries a 4 KiB RDMA WRITE and a SEND with immediate
+# at once; the server verifies every byte and that every SEND came on the
+# QP it names. Then both sides destroy everything.
+#
+#   qps         both sides exit 0 (every QP connected, every byte
+#               verified, no failed completion); while all are
+#               connected, each device has one peer connection carrying
+#               all QPS QPs (debugfs); no error counter moved
+#   memory      kernel memory (unreclaimable slab plus vmalloc) returns to
+#               within 2 MiB of where it was before the QPs were created,
+#               once the idle connection is collected
+#   churn       while mr_integrity moves verified data over 8 QPs for
+#               about a minute, mr_scale creates, connects, uses and
+#               destroys 64 more QPs over the same connection again and
+#               again: every run on both sides exits 0, at least 5 cycles
+#               overlap the traffic, and kernel memory comes back as above
+#
+# Logged: the time per QP to create, connect and destroy, the data phase's
+# rate, and the kernel memory per QP while all are connected.
+#
+# MR_SCALE_QPS=N overrides the number of QPs; MR_TEST_LONG=1 churns four
+# times as long.
+. "$(dirname "$0")/lib.sh"
+mr_require_module
+
+TOOL=$MR_TOP/build/userspace/tools/mr_scale
+ITOOL=$MR_TOP/build/userspace/tools/mr_integrity
+PORT=18600
+IPORT=18601
+CHURN_QPS=64
+CHURN_BATCHES=320
+[[ -z ${MR_TEST_LONG:-} ]] || CHURN_BATCHES=1280
+QPS=${MR_SCALE_QPS:-4000}
+SIZE=4096
+ROUNDS=2
+# Kernel memory may sit this far (KiB) above its starting level at the end:
+# slab caches keep some empty slabs, per-CPU lists fill and empty.
+SLACK_KB=2048
+
+ERROR_COUNTERS="rx_drop_malformed rx_drop_no_qp rx_drop_no_conn
+	drop_no_conn drop_epoch drop_dsn_window drop_no_qp drop_qp_state
+	drop_wrong_peer drop_msn_window drop_stale_gen drop_inconsistent
+	drop_access drop_invalid_request naks_tx naks_rx"
+
+[[ -x $TOOL && -x $ITOOL ]] ||
+	mr_skip_all "$TOOL or $ITOOL is missing: run make userspace"
+
+# kmem: unreclaimable slab plus vmalloc, in KiB (what QPs and connections
+# take from the kernel; reclaimable caches such as dentries are left out).
+kmem() {
+	awk '/^SUnreclaim:|^VmallocUsed:/ { s += $2 } END { print s }' /proc/meminfo
+}
+
+# peers DEV: DEV's peer connections, one "REMOTE qps N" line each (debugfs).
+peers() {
+	awk '$1 == "peer" { print $2, $5, $6 }' \
+		"/sys/kernel/debug/metaroce/$1/peers"
+}
+
+# watch_connected: once both sides have written their pause file, record
+# kernel memory and the peer counts, then let both go on.
+watch_connected() {
+	local t
+	for ((t = 0; t < 6000; t++)); do
+		[[ -e $MR_TMP/pause.a && -e $MR_TMP/pause.b ]] && break
+		sleep 0.1
+	done
+	kmem >"$MR_TMP/kmem.connected"
+	peers "$MR_A_DEV" >"$MR_TMP/peers.a"
+	peers "$MR_B_DEV" >"$MR_TMP/peers.b"
+	rm -f "$MR_TMP/pause.a" "$MR_TMP/pause.b"
+}
+
+qps() {
+	local dev c d bad="" watcher before during want
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	kmem >"$MR_TMP/kmem.before"
+	for dev in "$MR_A_DEV" "$MR_B_DEV"; do
+		mr_stats "$dev" >"$MR_TMP/$dev.before"
+	done
+	watch_connected &
+	watcher=$!
+	mr_defer kill "$watcher"
+	MR_PAIR_TIMEOUT=800 mr_pair scale "tcp:$PORT" \
+		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -q "$QPS" \
+		-r "$ROUNDS" -s "$SIZE" -t 700 -P "$MR_TMP/pause.b" -- \
+		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -q "$QPS" \
+		-r "$ROUNDS" -s "$SIZE" -t 700 -P "$MR_TMP/pause.a" "$MR_B_IP"
+	wait "$watcher" || true
+	grep -h "^mr_scale: OK" "$MR_TMP/scale.client" "$MR_TMP/scale.server"
+	before=$(<"$MR_TMP/kmem.before")
+	during=$(<"$MR_TMP/kmem.connected")
+	mr_log "kernel memory: $before KiB before, $during KiB with $QPS QPs" \
+		"connected on each side: $(((during - before) * 1024 / (2 * QPS)))" \
+		"bytes per QP"
+	mr_log "connections of $MR_A_DEV: $(paste -sd';' "$MR_TMP/peers.a");" \
+		"of $MR_B_DEV: $(paste -sd';' "$MR_TMP/peers.b")"
+	want="qps $QPS"
+	[[ $(cut -d' ' -f2- "$MR_TMP/peers.a") == "$want" &&
+		$(cut -d' ' -f2- "$MR_TMP/peers.b") == "$want" ]] ||
+		mr_fail "each side's $QPS QPs should share one connection"
+	for dev in "$MR_A_DEV" "$MR_B_DEV"; do
+		mr_stats "$dev" >"$MR_TMP/$dev.after"
+		for c in $ERROR_COUNTERS; do
+			d=$(mr_stat_delta "$MR_TMP/$dev.before" "$MR_TMP/$dev.after" "$c")
+			((d == 0)) || bad+=" $dev:$c+$d"
+		done
+	done
+	[[ -z $bad ]] || { mr_diag "$MR_A_DEV" "$MR_B_DEV"; mr_fail "error counters moved:$bad"; }
+}
+
+# kmem_back: kernel memory is back within SLACK_KB of its starting level.
+kmem_back() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	(($(kmem) <= $(<"$MR_TMP/kmem.before") + SLACK_KB))
+}
+
+no_peers() {
+	[[ -z $(peers "$MR_A_DEV") && -z $(peers "$MR_B_DEV") ]]
+}
+
+memory() {
+	[[ -s $MR_TMP/kmem.before ]] || mr_skip "qps did not run"
+	# Idle connections are collected 5 s after their last QP went.
+	assert_wait "both devices' connections collected" 30 no_peers
+	if ! wait_for 30 kmem_back; then
+		mr_fail "kernel memory $(kmem) KiB, was $(<"$MR_TMP/kmem.before") KiB" \
+			"before the QPs"
+	fi
+	mr_log "kernel memory $(kmem) KiB, was $(<"$MR_TMP/kmem.before") KiB" \
+		"before the QPs"
+}
+
+# integrity_side NS DEV GIDX [SERVER]: one side of the background traffic.
+integrity_side() {
+	ip netns exec "$1" timeout -k 5 600 "$ITOOL" -d "$2" -g "$3" \
+		-p "$IPORT" -q 8 -n "$CHURN_BATCHES" -b 16 -m 1048576 -s 7 \
+		-t 120 "${@:4}" </dev/null
+}
+
+churn() {
+	local isrv icli cycles=0 rc t0=$SECONDS
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	kmem >"$MR_TMP/kmem.before"
+	integrity_side "$MR_B_NS" "$MR_B_DEV" "$MR_B_GIDX" \
+		>"$MR_TMP/churn.iserver" 2>&1 &
+	isrv=$!
+	mr_defer kill "$isrv"
+	assert_wait "mr_integrity listens" 30 mr_tcp_listening "$MR_B_NS" "$IPORT"
+	integrity_side "$MR_A_NS" "$MR_A_DEV" "$MR_A_GIDX" "$MR_B_IP" \
+		>"$MR_TMP/churn.iclient" 2>&1 &
+	icli=$!
+	mr_defer kill "$icli"
+	while kill -0 "$icli" 2>/dev/null; do
+		if ! (MR_PAIR_TIMEOUT=120 mr_pair churn "tcp:$PORT" \
+			"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" \
+			-q "$CHURN_QPS" -r 1 -S "$cycles" -t 100 -- \
+			"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" \
+			-q "$CHURN_QPS" -r 1 -S "$cycles" -t 100 "$MR_B_IP") \
+			>"$MR_TMP/churn.cycle" 2>&1; then
+			cat "$MR_TMP/churn.cycle"
+			mr_fail "churn cycle $cycles failed"
+		fi
+		cycles=$((cycles + 1))
+	done
+	rc=0
+	wait "$icli" || rc=$?
+	((rc == 0)) || { tail -n 20 "$MR_TMP/churn.iclient"; mr_fail "mr_integrity client exited $rc"; }
+	wait "$isrv" || rc=$?
+	((rc == 0)) || { tail -n 20 "$MR_TMP/churn.iserver"; mr_fail "mr_integrity server exited $rc"; }
+	grep -h "^mr_integrity: OK" "$MR_TMP/churn.iclient" "$MR_TMP/churn.iserver"
+	mr_log "$cycles cycles of $CHURN_QPS QPs in $((SECONDS - t0))s; the last:"
+	grep -h "^mr_scale: OK" "$MR_TMP/churn.server" "$MR_TMP/churn.client"
+	((cycles >= 5)) || mr_fail "only $cycles cycles overlapped the traffic"
+	assert_wait "both devices' connections collected" 30 no_peers
+	if ! wait_for 30 kmem_back; then
+		mr_fail "kernel memory $(kmem) KiB, was $(<"$MR_TMP/kmem.before") KiB" \
+			"before the churn"
+	fi
+	mr_log "kernel memory $(kmem) KiB, was $(<"$MR_TMP/kmem.before") KiB" \
+		"before the churn"
+}
+
+mr_setup two_hosts mr_two_hosts
+mr_run qps qps
+mr_run memory memory
+mr_run churn churn
+mr_done
