@@ -330,6 +330,7 @@ struct mr_ibqp {
 
 	spinlock_t sq_lock;
 	struct mr_sring sq;
+	u32 sq_gen;			/* resets of sq, under sq_lock */
 	u32 max_inline;
 	u32 max_send_sge;
 	bool sq_sig_all;

@@ -151,11 +151,17 @@ static struct mr_qp *mr_peer_lookup_qp(void *env, struct mr_conn *c, u32 qpn)
 	struct mr_peer *peer = env;
 	struct mr_ibqp *qp;
 
-	/* Under peer->lock: a QP attached to this peer cannot go away. */
+	/*
+	 * Under peer->lock a QP attached to this peer cannot go away; one
+	 * that is not attached (any more) can, so it is only looked at
+	 * under the xarray's lock, which its destruction must take first.
+	 */
+	xa_lock(&peer->dev->qps);
 	qp = xa_load(&peer->dev->qps, qpn);
-	if (!qp || qp->peer != peer)
-		return NULL;
-	return &qp->eng;
+	if (qp && qp->peer != peer)
+		qp = NULL;
+	xa_unlock(&peer->dev->qps);
+	return qp ? &qp->eng : NULL;
 }
 
 static u64 mr_peer_route_key(void *env, struct mr_conn *c, u16 sport)
@@ -325,9 +331,9 @@ static void mr_peer_retire(struct mr_dev *dev, struct mr_peer *peer)
 	mr_totals_add(&dev->retired, &peer->conn);
 	spin_unlock_bh(&peer->lock);
 	hrtimer_cancel(&peer->timer);
-	spin_lock_bh(&dev->work_lock);
+	spin_lock_irq(&dev->work_lock);
 	list_del_init(&peer->work_node);
-	spin_unlock_bh(&dev->work_lock);
+	spin_unlock_irq(&dev->work_lock);
 }
 
 /* Free peers that have had no QP for MR_PEER_IDLE_NS and are idle. */

@@ -560,19 +560,25 @@ static void mr_qp_service_ud(struct mr_ibqp *qp)
 	for (n = 0; n < MR_UD_BUDGET; n++) {
 		struct mr_swqe *wqe;
 		unsigned long flags;
+		u32 gen, idx;
 
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		if (qp->sq.eng == qp->sq.tail || qp->sq_draining) {
 			spin_unlock_irqrestore(&qp->sq_lock, flags);
 			break;
 		}
-		wqe = mr_sring_slot(&qp->sq, qp->sq.eng);
+		idx = qp->sq.eng;
+		gen = qp->sq_gen;
+		wqe = mr_sring_slot(&qp->sq, idx);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 
 		mr_qp_ud_send(qp, wqe);
-		wqe->done = true;
 		spin_lock_irqsave(&qp->sq_lock, flags);
-		qp->sq.eng++;
+		/* Unless a reset emptied the ring meanwhile. */
+		if (qp->sq_gen == gen) {
+			wqe->done = true;
+			qp->sq.eng = idx + 1;
+		}
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 	}
 	mr_qp_sq_retire(qp);
@@ -982,7 +988,8 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 	} else {
-		err = mr_rring_init(&qp->rq, cap->max_recv_wr,
+		/* A QP that only sends may ask for no receive queue. */
+		err = mr_rring_init(&qp->rq, max(cap->max_recv_wr, 1U),
 				    max(cap->max_recv_sge, 1U));
 		if (err)
 			goto err_sq;
@@ -1060,10 +1067,10 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	mr_qp_unpeer(qp);
 	mutex_unlock(&qp->state_lock);
 
-	spin_lock_bh(&dev->work_lock);
+	spin_lock_irq(&dev->work_lock);
 	list_del_init(&qp->work_node);
 	qp->on_work = false;
-	spin_unlock_bh(&dev->work_lock);
+	spin_unlock_irq(&dev->work_lock);
 
 	xa_erase_bh(&dev->qps, ibqp->qp_num);
 	mr_qp_put(qp);
@@ -1071,10 +1078,10 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	mr_qp_clean_cqs(qp);
 
 	/* NAPI may have queued the QP again before it saw the erase. */
-	spin_lock_bh(&dev->work_lock);
+	spin_lock_irq(&dev->work_lock);
 	list_del_init(&qp->work_node);
 	qp->on_work = false;
-	spin_unlock_bh(&dev->work_lock);
+	spin_unlock_irq(&dev->work_lock);
 
 	if (ibqp->srq)
 		kfree(qp->srq_bound);
@@ -1255,6 +1262,7 @@ static void mr_qp_to_reset(struct mr_ibqp *qp)
 	qp->sq.head = 0;
 	qp->sq.eng = 0;
 	qp->sq.tail = 0;
+	qp->sq_gen++;
 	qp->sq_draining = false;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	spin_lock_irqsave(&qp->rq_lock, flags);

@@ -92,6 +92,11 @@ int mr_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	ce = INET_ECN_is_ce(sk->sk_family == AF_INET ? ip_hdr(skb)->tos :
 			    ipv6_get_dsfield(ipv6_hdr(skb)));
 	__skb_pull(skb, sizeof(struct udphdr));
+	/*
+	 * The packet waits for the poll beyond this softirq: drop its
+	 * route, which may not be reference-counted (the poll needs none).
+	 */
+	skb_dst_drop(skb);
 	mr_napi_rx(dev, skb, ce);
 	rcu_read_unlock();
 	return 0;
