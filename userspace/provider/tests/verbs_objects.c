@@ -502,6 +502,14 @@ static void test_qp_create(struct env *e, struct ibv_cq *cq)
 	qp = make_qp(e, IBV_QPT_RC, NULL, NULL, &cap);
 	if (!expect_null(qp, errno, EINVAL, "ibv_create_qp without CQs"))
 		ibv_destroy_qp(qp);
+	/* A QP that only sends needs no receive queue. */
+	cap = (struct ibv_qp_cap){ 16, 0, 1, 0, 0 };
+	qp = make_qp(e, IBV_QPT_RC, cq, NULL, &cap);
+	tap(qp && cap.max_send_wr >= 16,
+	    "ibv_create_qp RC with max_recv_wr 0 (%s)",
+	    qp ? "ok" : errname(errno));
+	if (qp)
+		expect_ret(ibv_destroy_qp(qp), 0, "ibv_destroy_qp (no RQ)");
 
 	cq_other = ibv_create_cq(e->ctx2, 4, NULL, NULL, 0);
 	if (!cq_other)
