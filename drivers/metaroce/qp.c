@@ -613,6 +613,11 @@ void mr_qp_service(struct mr_ibqp *qp)
 	spin_unlock_bh(&peer->lock);
 }
 
+/* A UD receive completion's sl: how the packet came (see below). */
+#define MR_WC_SL_IPV6		0x1
+#define MR_WC_SL_IPV4		0x2
+#define MR_WC_SL_UDP		0x8
+
 /* UD and GSI receive. Called from NAPI with a reference on @qp. */
 void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 		   struct sk_buff *skb, int hlen)
@@ -668,6 +673,13 @@ void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 	wc.byte_len = MR_GRH_LEN + h->plen;
 	wc.wc_flags = IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
 	wc.network_hdr_type = ipv4 ? RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
+	/*
+	 * RoCE has no service level; the uverbs completion has no network
+	 * header type. Report the header type in sl as RoCE NICs do (bit 3:
+	 * UDP-encapsulated, bits 2:0: 1 IPv6, 2 IPv4): UCX up to 1.16 reads
+	 * it there to find the destination address in the 40 bytes above.
+	 */
+	wc.sl = MR_WC_SL_UDP | (ipv4 ? MR_WC_SL_IPV4 : MR_WC_SL_IPV6);
 	if (h->flags & MR_F_IMM) {
 		wc.ex.imm_data = cpu_to_be32(h->imm);
 		wc.wc_flags |= IB_WC_WITH_IMM;

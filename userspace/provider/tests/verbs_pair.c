@@ -861,6 +861,10 @@ static void step_ud(struct side *s)
 	    "UD: received %u bytes from QP %u, flags 0x%x (GRH), data %s (%s)",
 	    wc.byte_len, wc.src_qp, wc.wc_flags, bad < 0 ? "ok" : "corrupt",
 	    got ? ibv_wc_status_str(wc.status) : "no completion");
+	/* The hosts talk IPv4: a UDP-encapsulated IPv4 packet, as NICs say. */
+	tap(got && wc.sl == 0xa,
+	    "UD: the completion's sl gives the packet type (0x%x: IPv4, UDP)",
+	    got ? wc.sl : 0);
 	barrier(s, 10);
 
 	/* Inline, the data taken at posting time. */
