@@ -1,0 +1,196 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# timeout: 900
+#
+# Collectives through an existing engine: UCX and Open MPI over the
+# device. Four hosts (fabric.sh's mr_star: mrs0, mrs1, mrs2 and mrsr, each
+# on its own link into one router namespace), a metaroce device on each:
+#
+#   ucx_rc          ucx_perftest tag-matching bandwidth (64 KiB) over UCX's
+#                   rc_verbs between mrs0 and mrs1: both sides exit 0
+#   ucx_ud          ucx_perftest tag-matching latency (8 B) over ud_verbs
+#   mpi             mpirun starts one rank per host (mpi_agent.sh enters
+#                   the host's namespace; mpi_rank.sh points UCX at its
+#                   device) and mr_coll runs MPI_Allreduce and
+#                   MPI_Alltoall from 8 B to 256 KiB, every element of
+#                   every result checked, over UCX rc_verbs (Open MPI's
+#                   ucx PML); every device carried data segments and no
+#                   error counter moved
+#   mpi_tcp         the same over UCX's tcp transport, for comparison; the
+#                   devices carry nothing
+#   mpi_loss        as mpi, with netem dropping 1 % of the packets the
+#                   router forwards
+#   mpi_tcp_loss    as mpi_tcp, with the same loss
+#
+# Each MPI run's per-size times are logged, with the metaroce/TCP ratio of
+# each. rxe cannot take part: Debian 6.12's rxe carries no traffic between
+# network namespaces (Documentation/benchmarks.rst).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fabric.sh"
+mr_require_module
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+COLL=$MR_TOP/build/userspace/tools/mr_coll
+ITERS=10
+MAX=262144
+UCX_PORT=18700
+
+ERROR_COUNTERS="rx_drop_malformed rx_drop_no_qp drop_no_conn drop_epoch
+	drop_wrong_peer drop_inconsistent drop_access drop_invalid_request
+	naks_tx naks_rx"
+
+for t in mpirun ucx_perftest; do
+	command -v "$t" >/dev/null || mr_skip_all "$t is missing: run make deps"
+done
+[[ -x $COLL ]] || mr_skip_all "$COLL is missing: run make userspace"
+
+HOSTS_NS=(mrs0 mrs1 mrs2 mrsr)
+
+devstats() { # WHEN: every host's device counters to $MR_TMP/NS.WHEN
+	local ns
+	for ns in "${HOSTS_NS[@]}"; do
+		mr_stats "${ns}_dev" "$ns" >"$MR_TMP/$ns.$1"
+	done
+}
+
+# ucx_pair NAME TLS TEST SIZE ITERS: ucx_perftest between mrs1 (server)
+# and mrs0 over TLS; the client's output is in $MR_TMP/NAME.client.
+ucx_pair() {
+	local name=$1 tls=$2 test=$3 size=$4 iters=$5 srv rc=0
+	ip netns exec mrs1 env UCX_TLS="$tls" "$HERE/mpi_rank.sh" \
+		timeout 120 ucx_perftest -t "$test" -s "$size" -n "$iters" \
+		-p "$UCX_PORT" >"$MR_TMP/$name.server" 2>&1 </dev/null &
+	srv=$!
+	mr_defer kill "$srv"
+	assert_wait "ucx_perftest listens" 30 mr_tcp_listening mrs1 "$UCX_PORT"
+	ip netns exec mrs0 env UCX_TLS="$tls" "$HERE/mpi_rank.sh" \
+		timeout 120 ucx_perftest -t "$test" -s "$size" -n "$iters" \
+		-p "$UCX_PORT" 10.60.1.1 >"$MR_TMP/$name.client" 2>&1 </dev/null ||
+		rc=$?
+	wait "$srv" || rc=$((rc ? rc : $?))
+	if ((rc)); then
+		tail -n 15 "$MR_TMP/$name.client" "$MR_TMP/$name.server"
+		mr_fail "$name: ucx_perftest exited $rc"
+	fi
+	grep -E "^Final:" "$MR_TMP/$name.client" >"$MR_TMP/$name.final" ||
+		mr_fail "$name: no Final line"
+}
+
+ucx_rc() {
+	ucx_pair ucx_rc rc_verbs,ud_verbs,self tag_bw 65536 500
+	# Final: iterations, latency 50%/avg/overall, MB/s avg/overall, msg/s
+	mr_log "rc_verbs tag_bw 64 KiB: $(awk '{ print $7 }' "$MR_TMP/ucx_rc.final") MB/s"
+}
+
+ucx_ud() {
+	ucx_pair ucx_ud ud_verbs,self tag_lat 8 2000
+	mr_log "ud_verbs tag_lat 8 B: median $(awk '{ print $3 }' "$MR_TMP/ucx_ud.final") us," \
+		"average $(awk '{ print $4 }' "$MR_TMP/ucx_ud.final") us"
+}
+
+# coll NAME TLS: mr_coll on the four hosts over UCX TLS; per-size lines
+# in $MR_TMP/NAME.result.
+coll() {
+	local name=$1 tls=$2 hosts
+	hosts=10.60.0.1,10.60.1.1,10.60.2.1,$MR_STAR_RX_IP
+	devstats "$name.before"
+	if ! ip netns exec mrs0 unshare --uts sh -c "hostname mrs0; exec \
+		env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		timeout 300 mpirun -np 4 --host $hosts \
+		--mca plm_rsh_agent $HERE/mpi_agent.sh \
+		--mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_exclude lo \
+		--mca pml ucx --mca btl ^openib,vader,uct,tcp \
+		--mca pml_ucx_tls any --mca pml_ucx_devices any \
+		-x UCX_TLS=$tls $HERE/mpi_rank.sh $COLL --iters $ITERS --max $MAX" \
+		>"$MR_TMP/$name.out" 2>&1 </dev/null; then
+		tail -n 30 "$MR_TMP/$name.out"
+		mr_fail "$name: mpirun failed"
+	fi
+	devstats "$name.after"
+	grep "^mr_coll: OK" "$MR_TMP/$name.out" ||
+		{ tail -n 30 "$MR_TMP/$name.out"; mr_fail "$name: no OK from mr_coll"; }
+	# "mr_coll: COLL SIZE B x N: US us per call, ..." -> "COLL SIZE US"
+	awk '/^mr_coll: (allreduce|alltoall) / { print $2, $3, $7 }' \
+		"$MR_TMP/$name.out" >"$MR_TMP/$name.result"
+}
+
+# segments NAME [COUNTER]: how far COUNTER (data segments sent) moved on
+# each device during run NAME.
+segments() {
+	local ns counts=()
+	for ns in "${HOSTS_NS[@]}"; do
+		counts+=("$(mr_stat_delta "$MR_TMP/$ns.$1.before" \
+			"$MR_TMP/$ns.$1.after" "${2:-data_segments_tx}")")
+	done
+	echo "${counts[*]}"
+}
+
+coll_metaroce() {
+	local ns c d bad="" seg
+	coll "$1" rc_verbs,ud_verbs,self
+	seg=$(segments "$1")
+	mr_log "data segments sent per device (mrs0 mrs1 mrs2 mrsr): $seg;" \
+		"retransmitted: $(segments "$1" retransmits_sack) after SACK," \
+		"$(segments "$1" retransmits_timeout) after timeouts"
+	for d in $seg; do
+		((d > 0)) || mr_fail "a device carried nothing: UCX did not use it"
+	done
+	for ns in "${HOSTS_NS[@]}"; do
+		for c in $ERROR_COUNTERS; do
+			d=$(mr_stat_delta "$MR_TMP/$ns.$1.before" "$MR_TMP/$ns.$1.after" "$c")
+			((d == 0)) || bad+=" ${ns}_dev:$c+$d"
+		done
+	done
+	[[ -z $bad ]] || mr_fail "error counters moved:$bad"
+}
+
+coll_tcp() {
+	local d
+	coll "$1" tcp,self
+	for d in $(segments "$1"); do
+		((d == 0)) || mr_fail "a device carried $d segments of a TCP run"
+	done
+}
+
+# compare METAROCE TCP: the two runs' times side by side, with the ratio.
+compare() {
+	mr_log "collective size  metaroce_us  tcp_us  tcp/metaroce"
+	paste -d' ' "$MR_TMP/$1.result" "$MR_TMP/$2.result" | awk '{
+		printf "%-10s %7s  %11s  %6s  %12.2f\n", $1, $2, $3, $6, $6 / $3
+	}'
+}
+
+# router_loss PCT: netem on every router interface towards a host.
+router_loss() {
+	local dev
+	for dev in w0 w1 w2 wr; do
+		mr_netem mrsw "$dev" loss "$1"
+		mr_defer ip netns exec mrsw tc qdisc del dev "$dev" root
+	done
+}
+
+mpi() { coll_metaroce mpi; }
+mpi_tcp() {
+	coll_tcp mpi_tcp
+	if [[ -s $MR_TMP/mpi.result ]]; then compare mpi mpi_tcp; fi
+}
+mpi_loss() {
+	router_loss 1%
+	coll_metaroce mpi_loss
+}
+mpi_tcp_loss() {
+	router_loss 1%
+	coll_tcp mpi_tcp_loss
+	if [[ -s $MR_TMP/mpi_loss.result ]]; then
+		compare mpi_loss mpi_tcp_loss
+	fi
+}
+
+mr_setup star mr_star 3
+mr_run ucx_rc ucx_rc
+mr_run ucx_ud ucx_ud
+mr_run mpi mpi
+mr_run mpi_tcp mpi_tcp
+mr_run mpi_loss mpi_loss
+mr_run mpi_tcp_loss mpi_tcp_loss
+mr_done
