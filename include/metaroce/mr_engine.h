@@ -101,6 +101,13 @@ struct mr_path {
 	u16 undo_weight;
 	u32 rto_lo;
 	u32 rto_hi;
+	u64 undo_since;		/* last progress before the series */
+	/*
+	 * The path's RTO is at least rto_floor (ns): how long an undone
+	 * series' packet really took. Halved every MR_RTO_FLOOR_HALVE_NS.
+	 */
+	u32 rto_floor;
+	u64 floor_at;
 	u32 dsn[MR_PATH_WND];	/* slot psn % MR_PATH_WND: DSN sent there */
 	u16 len[MR_PATH_WND];	/* and its wire length */
 	u32 out[MR_PATH_WND / 32];	/* slot outstanding */

@@ -368,8 +368,13 @@ static void test_rto_backoff(void)
 		ep_ack_sent(e, &a, 0, e->ntx - 1, (u32)e->now);
 		e->now += 10 * US;
 		ep_rx_ack(e, &a);
-		tap_ok(p->timeouts == 0 &&
-		       mr_path_rto(&e->c, p) == cfg.rto_min_ns,
+		/*
+		 * The ACK proves the packets of the series arrived: the
+		 * timeouts were spurious and leave the RTO at least as long
+		 * as the series lasted (capped at rto_max).
+		 */
+		tap_ok(p->timeouts == 0 && p->rto_floor == cfg.rto_max_ns &&
+		       mr_path_rto(&e->c, p) == cfg.rto_max_ns,
 		       "ACK progress resets the backoff (rto=%u)",
 		       mr_path_rto(&e->c, p));
 	}
@@ -962,6 +967,47 @@ static void test_rto_dead_undo(void)
 	ep_free(e);
 }
 
+/*
+ * A spurious timeout leaves the path's RTO at least as long as the stall
+ * it took for loss; the floor halves each second of acknowledged progress
+ * and goes once under rto_min.
+ */
+static void test_rto_floor(void)
+{
+	struct ep *e = sender(2, 0x50, 3);
+	struct mr_conn *c = &e->c;
+	struct mr_path *p0 = &c->path[0];
+	u32 first, hi, rto0, floor, k;
+	u64 since;
+
+	send_segs(e, 8);
+	first = p0->una;
+	hi = p0->nxt;
+	rto0 = mr_path_rto(c, p0);
+	since = p0->last_progress;
+	timeout_path0(e);
+	/* The proof comes long after the timer fired. */
+	e->now += 5 * (u64)rto0;
+	ack_path0(e, first, first, hi);
+	floor = (u32)(e->now - since);
+	tap_ok(c->stats[MR_ST_RTO_SPURIOUS] == 1 && p0->rto_floor == floor &&
+	       floor > 5 * rto0 && mr_path_rto(c, p0) >= floor,
+	       "a spurious timeout: the RTO grows from %u to the stall's %u ns",
+	       rto0, mr_path_rto(c, p0));
+	for (k = 0; k < 20 && p0->rto_floor; k++) {
+		u32 before = p0->rto_floor;
+
+		e->now += 1000000000ull;
+		send_segs(e, 2);
+		ack_path0(e, p0->una, p0->una, p0->nxt);
+		if (p0->rto_floor && p0->rto_floor != before / 2)
+			break;
+	}
+	tap_ok(!p0->rto_floor && k > 1,
+	       "halved each second of progress, gone after %u s", k);
+	ep_free(e);
+}
+
 int main(void)
 {
 	tap_start();
@@ -977,6 +1023,7 @@ int main(void)
 	test_spurious_rto();
 	test_rto_real_loss();
 	test_rto_dead_undo();
+	test_rto_floor();
 	test_last_path_survives();
 	test_ecn_weight();
 	test_repick();

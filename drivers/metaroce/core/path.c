@@ -12,6 +12,8 @@
 #define MR_WEIGHT_MIN		(MR_WEIGHT_ONE / 32)
 #define MR_PROBE_LEN		(MR_BASE_HLEN + 28)	/* + IP/UDP, roughly */
 #define MR_PORT_TRIES		64	/* ports tried per pick with route_key */
+/* A path's RTO floor (set by a spurious timeout) halves this often. */
+#define MR_RTO_FLOOR_HALVE_NS	1000000000ull
 
 void mr_bitmap_shift(u32 *map, u32 words, u32 n)
 {
@@ -124,7 +126,7 @@ u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p)
 		rto = c->cfg.rto_init_ns;
 	else
 		rto = (u64)p->srtt + 4 * (u64)p->rttvar;
-	rto = mr_max64(rto, c->cfg.rto_min_ns);
+	rto = mr_max64(rto, mr_max32(c->cfg.rto_min_ns, p->rto_floor));
 	rto <<= mr_min32(p->timeouts, 10);
 	return (u32)mr_min64(rto, c->cfg.rto_max_ns);
 }
@@ -322,9 +324,21 @@ static void mr_path_ecn(struct mr_conn *c, struct mr_path *p, u32 dce,
  * return to what they were before the series. The connection window is
  * not given back: a packet that late sat in a queue, and a queue is what
  * the timeout response (mr_conn_cc_on_timeout) is there to drain.
+ *
+ * The timer fired too early: the path went without progress for as long
+ * as the proof took to come, now - undo_since. Its RTO stays at least
+ * that long (the floor, halved every MR_RTO_FLOOR_HALVE_NS), so that the
+ * next stall of the kind is waited out rather than retransmitted: RTT
+ * samples alone forget a stall within a few acknowledgements.
  */
 static void mr_path_undo(struct mr_conn *c, struct mr_path *p, u64 now)
 {
+	u64 late = now - p->undo_since;
+
+	if (late > p->rto_floor) {
+		p->rto_floor = (u32)mr_min64(late, c->cfg.rto_max_ns);
+		p->floor_at = now;
+	}
 	if (p->state == MR_PATH_DEAD) {
 		p->state = MR_PATH_GOOD;
 		mr_stat(c, MR_ST_PATH_REVIVED, 1);
@@ -433,6 +447,12 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		p->timeouts = 0;
 		/* Newer packets got through without the oldest: a real loss. */
 		p->undo = 0;
+		if (p->rto_floor && now - p->floor_at >= MR_RTO_FLOOR_HALVE_NS) {
+			p->rto_floor /= 2;
+			p->floor_at = now;
+			if (p->rto_floor < c->cfg.rto_min_ns)
+				p->rto_floor = 0;
+		}
 		if (p->state == MR_PATH_DEAD) {
 			p->state = MR_PATH_GOOD;
 			p->weight = MR_WEIGHT_ONE / 8;
@@ -499,6 +519,7 @@ static void mr_path_arm_undo(struct mr_path *p)
 		p->undo = 1;
 		p->undo_timeouts = p->timeouts;
 		p->undo_weight = p->weight;
+		p->undo_since = p->last_progress;
 		p->rto_lo = p->una;
 	}
 	p->rto_hi = p->nxt;
