@@ -25,14 +25,19 @@
 # Each MPI run's per-size times are logged, with the metaroce/TCP ratio of
 # each. rxe cannot take part: Debian 6.12's rxe carries no traffic between
 # network namespaces (Documentation/benchmarks.rst).
+#
+# MR_COLL_HOSTS=N runs N hosts (mrs0 .. mrs<N-2> and mrsr; default 4),
+# MR_COLL_MAX the largest size in bytes (default 262144), MR_COLL_ITERS
+# the calls per size (default 10): hosts16.sh uses them.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fabric.sh"
 mr_require_module
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 COLL=$MR_TOP/build/userspace/tools/mr_coll
-ITERS=10
-MAX=262144
+NHOSTS=${MR_COLL_HOSTS:-4}
+ITERS=${MR_COLL_ITERS:-10}
+MAX=${MR_COLL_MAX:-262144}
 UCX_PORT=18700
 
 ERROR_COUNTERS="rx_drop_malformed rx_drop_no_qp drop_no_conn drop_epoch
@@ -44,7 +49,11 @@ for t in mpirun ucx_perftest; do
 done
 [[ -x $COLL ]] || mr_skip_all "$COLL is missing: run make userspace"
 
-HOSTS_NS=(mrs0 mrs1 mrs2 mrsr)
+HOSTS_NS=()
+for ((i = 0; i < NHOSTS - 1; i++)); do
+	HOSTS_NS+=("mrs$i")
+done
+HOSTS_NS+=(mrsr)
 
 devstats() { # WHEN: every host's device counters to $MR_TMP/NS.WHEN
 	local ns
@@ -91,12 +100,15 @@ ucx_ud() {
 # coll NAME TLS: mr_coll on the four hosts over UCX TLS; per-size lines
 # in $MR_TMP/NAME.result.
 coll() {
-	local name=$1 tls=$2 hosts
-	hosts=10.60.0.1,10.60.1.1,10.60.2.1,$MR_STAR_RX_IP
+	local name=$1 tls=$2 hosts="" i
+	for ((i = 0; i < NHOSTS - 1; i++)); do
+		hosts+=10.60.$i.1,
+	done
+	hosts+=$MR_STAR_RX_IP
 	devstats "$name.before"
 	if ! ip netns exec mrs0 unshare --uts sh -c "hostname mrs0; exec \
 		env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		timeout 300 mpirun -np 4 --host $hosts \
+		timeout 600 mpirun -np $NHOSTS --host $hosts \
 		--mca plm_rsh_agent $HERE/mpi_agent.sh \
 		--mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_exclude lo \
 		--mca pml ucx --mca btl ^openib,vader,uct,tcp \
@@ -129,7 +141,7 @@ coll_metaroce() {
 	local ns c d bad="" seg
 	coll "$1" rc_verbs,ud_verbs,self
 	seg=$(segments "$1")
-	mr_log "data segments sent per device (mrs0 mrs1 mrs2 mrsr): $seg;" \
+	mr_log "data segments sent per device (${HOSTS_NS[*]}): $seg;" \
 		"retransmitted: $(segments "$1" retransmits_sack) after SACK," \
 		"$(segments "$1" retransmits_timeout) after timeouts"
 	for d in $seg; do
@@ -186,7 +198,7 @@ mpi_tcp_loss() {
 	fi
 }
 
-mr_setup star mr_star 3
+mr_setup star mr_star $((NHOSTS - 1))
 mr_run ucx_rc ucx_rc
 mr_run ucx_ud ucx_ud
 mr_run mpi mpi
