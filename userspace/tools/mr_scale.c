@@ -46,6 +46,8 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "tcp_link.h"
+
 #define MAX_QPS		16384
 #define MAX_ROUNDS	1000
 #define POLL_BATCH	64
@@ -173,49 +175,11 @@ static void sync_point(uint32_t what)
 
 static void tcp_connect(const char *server)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
-	char port[16];
-	int one = 1;
+	char why[128];
 
-	snprintf(port, sizeof(port), "%d", opt.port);
-	if (server) {
-		if (getaddrinfo(server, port, &hints, &res))
-			die("cannot resolve %s", server);
-		for (int tries = 0; tries < 300 && sock < 0; tries++) {
-			for (ai = res; ai; ai = ai->ai_next) {
-				sock = socket(ai->ai_family, SOCK_STREAM, 0);
-				if (sock >= 0 &&
-				    !connect(sock, ai->ai_addr, ai->ai_addrlen))
-					break;
-				if (sock >= 0)
-					close(sock);
-				sock = -1;
-			}
-			if (sock < 0)
-				usleep(100000);
-		}
-		freeaddrinfo(res);
-		if (sock < 0)
-			die("cannot connect to %s:%d", server, opt.port);
-	} else {
-		int ls;
-
-		hints.ai_flags = AI_PASSIVE;
-		hints.ai_family = AF_INET6;
-		if (getaddrinfo(NULL, port, &hints, &res))
-			die("getaddrinfo");
-		ls = socket(res->ai_family, SOCK_STREAM, 0);
-		if (ls < 0)
-			die("socket: %s", strerror(errno));
-		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(ls, res->ai_addr, res->ai_addrlen) || listen(ls, 1))
-			die("listen on %d: %s", opt.port, strerror(errno));
-		freeaddrinfo(res);
-		sock = accept(ls, NULL, NULL);
-		close(ls);
-		if (sock < 0)
-			die("accept: %s", strerror(errno));
-	}
+	sock = tcp_link(server, opt.port, 300, why, sizeof(why));
+	if (sock < 0)
+		die("%s", why);
 }
 
 /* Verbs */
