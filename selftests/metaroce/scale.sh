@@ -141,16 +141,19 @@ no_peers() {
 	[[ -z $(peers "$MR_A_DEV") && -z $(peers "$MR_B_DEV") ]]
 }
 
+# memory_back WHEN: once both devices' idle connections are collected (5 s
+# after their last QP went), kernel memory comes back within SLACK_KB of
+# $MR_TMP/kmem.before, taken WHEN.
+memory_back() {
+	assert_wait "both devices' connections collected" 30 no_peers
+	wait_for 30 kmem_back ||
+		mr_fail "kernel memory $(kmem) KiB, was $(<"$MR_TMP/kmem.before") KiB $1"
+	mr_log "kernel memory $(kmem) KiB, was $(<"$MR_TMP/kmem.before") KiB $1"
+}
+
 memory() {
 	[[ -s $MR_TMP/kmem.before ]] || mr_skip "qps did not run"
-	# Idle connections are collected 5 s after their last QP went.
-	assert_wait "both devices' connections collected" 30 no_peers
-	if ! wait_for 30 kmem_back; then
-		mr_fail "kernel memory $(kmem) KiB, was $(<"$MR_TMP/kmem.before") KiB" \
-			"before the QPs"
-	fi
-	mr_log "kernel memory $(kmem) KiB, was $(<"$MR_TMP/kmem.before") KiB" \
-		"before the QPs"
+	memory_back "before the QPs"
 }
 
 # integrity_side NS DEV GIDX [SERVER]: one side of the background traffic.
@@ -195,13 +198,7 @@ churn() {
 	mr_log "$cycles cycles of $CHURN_QPS QPs in $((SECONDS - t0))s; the last:"
 	grep -h "^mr_scale: OK" "$MR_TMP/churn.server" "$MR_TMP/churn.client"
 	((cycles >= 5)) || mr_fail "only $cycles cycles overlapped the traffic"
-	assert_wait "both devices' connections collected" 30 no_peers
-	if ! wait_for 30 kmem_back; then
-		mr_fail "kernel memory $(kmem) KiB, was $(<"$MR_TMP/kmem.before") KiB" \
-			"before the churn"
-	fi
-	mr_log "kernel memory $(kmem) KiB, was $(<"$MR_TMP/kmem.before") KiB" \
-		"before the churn"
+	memory_back "before the churn"
 }
 
 # lat_run NAME: ib_write_lat, 8 B x LAT_ITERS from A to B; its "#bytes
