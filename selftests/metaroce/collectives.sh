@@ -138,7 +138,7 @@ segments() {
 }
 
 coll_metaroce() {
-	local ns c d bad="" seg
+	local ns d moved bad="" seg
 	coll "$1" rc_verbs,ud_verbs,self
 	seg=$(segments "$1")
 	mr_log "data segments sent per device (${HOSTS_NS[*]}): $seg;" \
@@ -148,10 +148,10 @@ coll_metaroce() {
 		((d > 0)) || mr_fail "a device carried nothing: UCX did not use it"
 	done
 	for ns in "${HOSTS_NS[@]}"; do
-		for c in $ERROR_COUNTERS; do
-			d=$(mr_stat_delta "$MR_TMP/$ns.$1.before" "$MR_TMP/$ns.$1.after" "$c")
-			((d == 0)) || bad+=" ${ns}_dev:$c+$d"
-		done
+		# shellcheck disable=SC2086 # a list of names
+		moved=$(mr_stat_moved "$MR_TMP/$ns.$1.before" \
+			"$MR_TMP/$ns.$1.after" $ERROR_COUNTERS)
+		[[ -z $moved ]] || bad+=" ${ns}_dev:$moved"
 	done
 	[[ -z $bad ]] || mr_fail "error counters moved:$bad"
 }

@@ -37,7 +37,7 @@ ERROR_COUNTERS="rx_drop_malformed rx_drop_no_qp rx_drop_no_conn
 # transfer NAME SEED NETEM...: mr_integrity with netem NETEM on both veth
 # ends (none if NETEM is empty).
 transfer() {
-	local name=$1 seed=$2 dev c d bad="" log0
+	local name=$1 seed=$2 dev moved bad="" log0
 	shift 2
 	if (($#)); then
 		mr_netem "$MR_A_NS" "$MR_A_IF" "$@"
@@ -56,10 +56,10 @@ transfer() {
 		-n "$BATCHES" -b "$BATCH" -m 1048576 -s "$seed" -t 120 "$MR_B_IP"
 	for dev in "$MR_A_DEV" "$MR_B_DEV"; do
 		mr_stats "$dev" >"$MR_TMP/$name.$dev.after"
-		for c in $ERROR_COUNTERS; do
-			d=$(mr_stat_delta "$MR_TMP/$name.$dev.before" "$MR_TMP/$name.$dev.after" "$c")
-			((d == 0)) || bad+=" $dev:$c+$d"
-		done
+		# shellcheck disable=SC2086 # a list of names
+		moved=$(mr_stat_moved "$MR_TMP/$name.$dev.before" \
+			"$MR_TMP/$name.$dev.after" $ERROR_COUNTERS)
+		[[ -z $moved ]] || bad+=" $dev:$moved"
 		mr_log "$dev: $(summary "$MR_TMP/$name.$dev.before" "$MR_TMP/$name.$dev.after")"
 	done
 	grep -h "^mr_integrity: OK" "$MR_TMP/$name.client" "$MR_TMP/$name.server"

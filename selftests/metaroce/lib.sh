@@ -592,6 +592,17 @@ mr_stat() {
 	echo "$v"
 }
 
+# mr_stat_moved BEFORE AFTER NAME...: " NAME+DELTA" for each counter that
+# grew between the two snapshots; nothing if none did.
+mr_stat_moved() {
+	local before=$1 after=$2 c d
+	shift 2
+	for c; do
+		d=$(mr_stat_delta "$before" "$after" "$c")
+		((d == 0)) || printf ' %s+%s' "$c" "$d"
+	done
+}
+
 # mr_stat_delta BEFORE AFTER NAME: how much counter NAME grew.
 mr_stat_delta() {
 	local a b

@@ -92,7 +92,7 @@ watch_connected() {
 }
 
 qps() {
-	local dev c d bad="" watcher before during want
+	local dev moved bad="" watcher before during want
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	kmem >"$MR_TMP/kmem.before"
@@ -122,10 +122,10 @@ qps() {
 		mr_fail "each side's $QPS QPs should share one connection"
 	for dev in "$MR_A_DEV" "$MR_B_DEV"; do
 		mr_stats "$dev" >"$MR_TMP/$dev.after"
-		for c in $ERROR_COUNTERS; do
-			d=$(mr_stat_delta "$MR_TMP/$dev.before" "$MR_TMP/$dev.after" "$c")
-			((d == 0)) || bad+=" $dev:$c+$d"
-		done
+		# shellcheck disable=SC2086 # a list of names
+		moved=$(mr_stat_moved "$MR_TMP/$dev.before" "$MR_TMP/$dev.after" \
+			$ERROR_COUNTERS)
+		[[ -z $moved ]] || bad+=" $dev:$moved"
 	done
 	[[ -z $bad ]] || { mr_diag "$MR_A_DEV" "$MR_B_DEV"; mr_fail "error counters moved:$bad"; }
 }
