@@ -22,6 +22,10 @@ prints "sent COUNT" (the number of datagrams sent) on its last line.
               QP, and with a wrong R_Key to the live QP. Checks that none
               of them wrote memory and prints what it sent as "KEY VALUE"
               lines.
+  isolation   two QP pairs of its own on one connection (--src to --dst);
+              a WRITE with a wrong R_Key fails the first pair while the
+              second carries WRITEs before and after; prints the outcome
+              as "KEY VALUE" lines.
 """
 
 import argparse
@@ -451,83 +455,109 @@ def cmd_dsn(args):
     print(f"sent {send_all(args, pkts)}")
 
 
-def cmd_victim(args):
-    from pyverbs.addr import AHAttr, GlobalRoute
-    from pyverbs.cq import CQ
-    from pyverbs.device import Context
-    from pyverbs.mr import MR
-    from pyverbs.pd import PD
-    from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
-    from pyverbs.wr import SGE, SendWR
-    import pyverbs.enums as e
+class Side:
+    """One end of an RC QP pair (pyverbs): context, PD, CQ, QP and MR."""
 
-    size = 4096
-    access = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
-              e.IBV_ACCESS_REMOTE_READ)
+    SIZE = 4096
 
-    class Side:
-        def __init__(self, dev, gidx):
-            self.ctx = Context(name=dev)
-            self.gidx = gidx
-            self.pd = PD(self.ctx)
-            self.cq = CQ(self.ctx, 16)
-            cap = QPCap(max_send_wr=8, max_recv_wr=8, max_send_sge=1,
-                        max_recv_sge=1)
-            self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC,
-                                             scq=self.cq, rcq=self.cq,
-                                             cap=cap))
-            self.mr = MR(self.pd, size, access)
+    def __init__(self, dev, gidx):
+        from pyverbs.cq import CQ
+        from pyverbs.device import Context
+        from pyverbs.mr import MR
+        from pyverbs.pd import PD
+        from pyverbs.qp import QP, QPCap, QPInitAttr
+        import pyverbs.enums as e
 
-    def connect(x, y):
+        self.e = e
+        self.access = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
+                       e.IBV_ACCESS_REMOTE_READ)
+        self.ctx = Context(name=dev)
+        self.gidx = gidx
+        self.pd = PD(self.ctx)
+        self.cq = CQ(self.ctx, 64)
+        cap = QPCap(max_send_wr=32, max_recv_wr=8, max_send_sge=1,
+                    max_recv_sge=1)
+        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC,
+                                         scq=self.cq, rcq=self.cq, cap=cap))
+        self.mr = MR(self.pd, self.SIZE, self.access)
+
+    def connect(self, peer):
+        """INIT, RTR and RTS towards PEER's QP."""
+        from pyverbs.addr import AHAttr, GlobalRoute
+        from pyverbs.qp import QPAttr
+        e = self.e
+
         attr = QPAttr(qp_state=e.IBV_QPS_INIT, port_num=1)
         attr.pkey_index = 0
-        attr.qp_access_flags = access
-        x.qp.to_init(attr)
-        gr = GlobalRoute(dgid=y.ctx.query_gid(1, y.gidx), sgid_index=x.gidx)
+        attr.qp_access_flags = self.access
+        self.qp.to_init(attr)
+        gr = GlobalRoute(dgid=peer.ctx.query_gid(1, peer.gidx),
+                         sgid_index=self.gidx)
         attr = QPAttr(qp_state=e.IBV_QPS_RTR)
         attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
-        attr.dest_qp_num = y.qp.qp_num
+        attr.dest_qp_num = peer.qp.qp_num
         attr.path_mtu = e.IBV_MTU_1024
         attr.rq_psn = 0
         attr.max_dest_rd_atomic = 1
         attr.min_rnr_timer = 12
-        x.qp.to_rtr(attr)
+        self.qp.to_rtr(attr)
         attr = QPAttr(qp_state=e.IBV_QPS_RTS)
         attr.sq_psn = 0
         attr.timeout = 14
         attr.retry_cnt = 7
         attr.rnr_retry = 7
         attr.max_rd_atomic = 1
-        x.qp.to_rts(attr)
+        self.qp.to_rts(attr)
 
-    def state(side):
-        attr, _ = side.qp.query(e.IBV_QP_STATE)
+    def state(self):
+        attr, _ = self.qp.query(self.e.IBV_QP_STATE)
         return attr.qp_state
 
+    def post_write(self, peer, offset, length, wr_id=0, rkey=None):
+        """A signaled RDMA WRITE of our MR's [offset, +length) to the same
+        place in PEER's MR (with RKEY instead of PEER's, if given)."""
+        from pyverbs.wr import SGE, SendWR
+        e = self.e
+
+        wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                    sg=[SGE(self.mr.buf + offset, length, self.mr.lkey)],
+                    send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_wr_rdma(peer.mr.rkey if rkey is None else rkey,
+                       peer.mr.buf + offset)
+        self.qp.post_send(wr)
+
+    def completions(self, n, timeout=30):
+        """N work completions from our CQ, as (wr_id, status) pairs."""
+        out = []
+        deadline = time.monotonic() + timeout
+        while len(out) < n:
+            got, wcs = self.cq.poll(num_entries=n - len(out))
+            out += [(wc.wr_id, wc.status) for wc in wcs[:got]]
+            if not got:
+                if time.monotonic() > deadline:
+                    sys.exit(f"hostile.py: {len(out)} of {n} completions "
+                             f"within {timeout} s")
+                time.sleep(0.01)
+        return out
+
+
+def cmd_victim(args):
+    import pyverbs.enums as e
+
+    size = Side.SIZE
     a = Side(args.a_dev, args.a_gidx)
     b = Side(args.b_dev, args.b_gidx)
-    connect(a, b)
-    connect(b, a)
+    a.connect(b)
+    b.connect(a)
 
     # One real WRITE (MSN 0) opens the connection.
     pattern = bytes((i * 7) & 0xff for i in range(size))
     b.mr.write(b"\0" * size, size)
     a.mr.write(pattern, size)
-    wr = SendWR(opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
-                sg=[SGE(a.mr.buf, 64, a.mr.lkey)],
-                send_flags=e.IBV_SEND_SIGNALED)
-    wr.set_wr_rdma(b.mr.rkey, b.mr.buf)
-    a.qp.post_send(wr)
-    deadline = time.monotonic() + 30
-    while True:
-        n, wcs = a.cq.poll()
-        if n:
-            if wcs[0].status != e.IBV_WC_SUCCESS:
-                sys.exit(f"hostile.py: the real WRITE failed: {wcs[0].status}")
-            break
-        if time.monotonic() > deadline:
-            sys.exit("hostile.py: the real WRITE did not complete")
-        time.sleep(0.01)
+    a.post_write(b, 0, 64)
+    (_, status), = a.completions(1)
+    if status != e.IBV_WC_SUCCESS:
+        sys.exit(f"hostile.py: the real WRITE failed: {status}")
     expect = pattern[:64] + b"\0" * (size - 64)
     if b.mr.read(size, 0) != expect:
         sys.exit("hostile.py: the real WRITE did not land")
@@ -565,8 +595,8 @@ def cmd_victim(args):
     time.sleep(1)
     if b.mr.read(size, 0) != expect:
         sys.exit("hostile.py: FAIL: a WRITE not from the QP's peer landed")
-    if state(b) != e.IBV_QPS_RTS:
-        sys.exit(f"hostile.py: FAIL: the QP is in state {state(b)} after "
+    if b.state() != e.IBV_QPS_RTS:
+        sys.exit(f"hostile.py: FAIL: the QP is in state {b.state()} after "
                  "WRITEs that were not its peer's")
     print(f"not_its_qp {len(others)}")
     print(f"wrong_source_qp {len(wrong_src)}")
@@ -576,14 +606,59 @@ def cmd_victim(args):
         rkey = random.getrandbits(32)
     n += send_all(args, [write(b.qp.qp_num, a.qp.qp_num, rkey)])
     deadline = time.monotonic() + 10
-    while state(b) == e.IBV_QPS_RTS and time.monotonic() < deadline:
+    while b.state() == e.IBV_QPS_RTS and time.monotonic() < deadline:
         time.sleep(0.1)
     if b.mr.read(size, 0) != expect:
         sys.exit("hostile.py: FAIL: a WRITE with a wrong R_Key landed")
     print("bad_rkey 1")
-    print(f"victim_state {state(b)}")
-    print(f"requester_state {state(a)}")
+    print(f"victim_state {b.state()}")
+    print(f"requester_state {a.state()}")
     print(f"sent {n}")
+
+
+def cmd_isolation(args):
+    """Two QP pairs on one connection; a WRITE with a wrong R_Key on the
+    first fails that pair only, while the second carries WRITEs before and
+    after it."""
+    import pyverbs.enums as e
+
+    size, chunk = Side.SIZE, 128
+    a1, b1 = Side(args.a_dev, args.a_gidx), Side(args.b_dev, args.b_gidx)
+    a2, b2 = Side(args.a_dev, args.a_gidx), Side(args.b_dev, args.b_gidx)
+    for x, y in ((a1, b1), (b1, a1), (a2, b2), (b2, a2)):
+        x.connect(y)
+    e_b = peer_entry(args.b_dev, args.src, args.dst)
+    print(f"shared_qps {e_b['qps'] if e_b else 0}")
+
+    pattern = bytes((i * 13 + 5) & 0xff for i in range(size))
+    a2.mr.write(pattern, size)
+    b2.mr.write(b"\0" * size, size)
+    b1.mr.write(b"\0" * size, size)
+    a1.mr.write(b"\x5a" * size, size)
+    half = size // chunk // 2
+    for i in range(half):
+        a2.post_write(b2, i * chunk, chunk, wr_id=i)
+    rkey = b1.mr.rkey
+    while rkey == b1.mr.rkey:
+        rkey = random.getrandbits(32)
+    a1.post_write(b1, 0, 64, wr_id=1000, rkey=rkey)
+    (wr_id, status), = a1.completions(1)
+    print(f"bad_write_status {status}")
+    deadline = time.monotonic() + 10
+    while b1.state() != e.IBV_QPS_ERR and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for i in range(half, 2 * half):
+        a2.post_write(b2, i * chunk, chunk, wr_id=i)
+    done = a2.completions(2 * half)
+    ok = sum(1 for _, st in done if st == e.IBV_WC_SUCCESS)
+    print(f"healthy_ok {ok}")
+    print(f"healthy_posted {2 * half}")
+    print(f"healthy_data_ok {int(b2.mr.read(size, 0) == pattern)}")
+    print(f"bad_data_landed {int(b1.mr.read(size, 0) != bytes(size))}")
+    print(f"errored_state {b1.state()}")
+    print(f"requester_errored_state {a1.state()}")
+    print(f"healthy_state_a {a2.state()}")
+    print(f"healthy_state_b {b2.state()}")
 
 
 def main():
@@ -603,7 +678,7 @@ def main():
     p.add_argument("--b-gidx", type=int)
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("command", choices=("malformed", "valid", "ud", "epoch",
-                                       "dsn", "victim"))
+                                       "dsn", "victim", "isolation"))
     args = p.parse_args()
     load_wire(args.wire)
     globals()["cmd_" + args.command](args)

@@ -18,6 +18,10 @@
 #               WRITEs to QPs that are not its own (including the running
 #               transfer's), from a wrong source QP, and with a wrong R_Key
 #
+# Then, on the victim's connection, two QP pairs of hostile.py's own: a bad
+# R_Key fails one pair, the other must carry on (a QP error is the QP's
+# alone, not its connection's).
+#
 # The first subtest runs the transfer and the attacks; the others check
 # what B counted for each kind. The transfer must pass (every byte checked,
 # no failed completion), each kind must be dropped and counted under its
@@ -205,6 +209,37 @@ forged_writes() {
 		"requester QP state $(sent victim requester_state)"
 }
 
+# isolation: hostile.py's two QP pairs share B's connection from
+# $VICTIM_IP; the bad R_Key fails its pair (the requester with a remote
+# access error), the other pair's WRITEs all complete and land, and both
+# of its QPs stay in RTS.
+isolation() {
+	local a_gidx qps
+	a_gidx=$(mr_gid_index "$MR_A_DEV" "$VICTIM_IP")
+	hostile isolation --src "$VICTIM_IP" --a-dev "$MR_A_DEV" \
+		--a-gidx "$a_gidx" --b-dev "$MR_B_DEV" --b-gidx "$MR_B_GIDX"
+	qps=$(sent isolation shared_qps)
+	((qps >= 2)) ||
+		mr_fail "the two QP pairs do not share B's connection (qps $qps)"
+	# enum ibv_wc_status: IBV_WC_REM_ACCESS_ERR is 10; ibv_qp_state:
+	# IBV_QPS_RTS 3, IBV_QPS_ERR 6.
+	assert_eq "status of the WRITE with a bad R_Key" 10 \
+		"$(sent isolation bad_write_status)"
+	assert_eq "memory written by the bad WRITE" 0 \
+		"$(sent isolation bad_data_landed)"
+	assert_eq "state of its responder QP" 6 "$(sent isolation errored_state)"
+	assert_eq "state of its requester QP" 6 \
+		"$(sent isolation requester_errored_state)"
+	assert_eq "WRITEs of the other pair that succeeded" \
+		"$(sent isolation healthy_posted)" "$(sent isolation healthy_ok)"
+	assert_eq "the other pair's data in place" 1 \
+		"$(sent isolation healthy_data_ok)"
+	assert_eq "state of the other pair's requester" 3 \
+		"$(sent isolation healthy_state_a)"
+	assert_eq "state of the other pair's responder" 3 \
+		"$(sent isolation healthy_state_b)"
+}
+
 mr_setup two_hosts setup
 mr_run attack_during_transfer attack
 mr_run malformed_dropped malformed
@@ -213,4 +248,5 @@ mr_run ud_without_qp_dropped ud_no_qp
 mr_run wrong_epoch_dropped wrong_epoch
 mr_run dsn_outside_window_dropped dsn_window
 mr_run forged_writes_refused forged_writes
+mr_run qp_error_isolated isolation
 mr_done
