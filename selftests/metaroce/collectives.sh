@@ -97,6 +97,25 @@ ucx_ud() {
 		"average $(awk '{ print $4 }' "$MR_TMP/ucx_ud.final") us"
 }
 
+# coll_diag NAME: after a failed run NAME, the errors the ranks reported
+# (UCX prints the failed completion before it aborts) and what moved on
+# each device: error counters, retransmits, dead paths, RNR NAKs.
+coll_diag() {
+	local ns moved
+	echo "--- errors reported by the ranks:"
+	grep -m 20 -E "UCX +(ERROR|FATAL)|[Ee]rror|retry|Assertion" \
+		"$MR_TMP/$1.out" || true
+	devstats "$1.after"
+	echo "--- counters moved during the run:"
+	for ns in "${HOSTS_NS[@]}"; do
+		# shellcheck disable=SC2086 # a list of names
+		moved=$(mr_stat_moved "$MR_TMP/$ns.$1.before" \
+			"$MR_TMP/$ns.$1.after" $ERROR_COUNTERS retransmits_timeout \
+			timeouts_spurious path_dead rnr_naks_tx rnr_naks_rx)
+		echo "${ns}_dev:${moved:- nothing}"
+	done
+}
+
 # coll NAME TLS: mr_coll on the four hosts over UCX TLS; per-size lines
 # in $MR_TMP/NAME.result.
 coll() {
@@ -115,6 +134,7 @@ coll() {
 		--mca pml_ucx_tls any --mca pml_ucx_devices any \
 		-x UCX_TLS=$tls $HERE/mpi_rank.sh $COLL --iters $ITERS --max $MAX" \
 		>"$MR_TMP/$name.out" 2>&1 </dev/null; then
+		coll_diag "$name"
 		tail -n 30 "$MR_TMP/$name.out"
 		mr_fail "$name: mpirun failed"
 	fi
