@@ -317,6 +317,12 @@ static inline struct mr_swqe *mr_sring_slot(struct mr_sring *r, u32 idx)
 
 struct mr_peer;
 
+/* mr_ibqp.retire bits: one context reports send completions at a time. */
+enum {
+	MR_QP_RETIRING,
+	MR_QP_RETIRE_AGAIN,
+};
+
 struct mr_ibqp {
 	struct ib_qp ibqp;
 	struct mr_qp eng;		/* RC: engine state, under peer->lock */
@@ -336,6 +342,7 @@ struct mr_ibqp {
 	bool sq_sig_all;
 	bool sq_draining;		/* SQD */
 	bool sqd_notified;		/* IB_EVENT_SQ_DRAINED sent */
+	unsigned long retire;		/* MR_QP_RETIRING, MR_QP_RETIRE_AGAIN */
 	struct list_head work_node;	/* dev->qp_work: has new send WQEs */
 	bool on_work;			/* under dev->work_lock */
 

@@ -187,16 +187,32 @@ void mr_qp_put(struct mr_ibqp *qp)
 
 /* ------------------------------------------------------- send completion */
 
-/* Report finished send WQEs in order; called with no ring lock held. */
+/*
+ * Report finished send WQEs in order; called with no ring lock held, from
+ * NAPI and from process context. One context retires at a time (completions
+ * stay in posting order); a call meanwhile has the retiring one look again.
+ * What a completion needs is copied out under sq_lock, before the slot is
+ * given back to mr_post_send().
+ */
 static void mr_qp_sq_retire(struct mr_ibqp *qp)
 {
 	struct mr_cq *cq = to_mr_cq(qp->ibqp.send_cq);
 	unsigned long flags;
 	bool drained = false;
 
+	/* Order the caller's wqe->done before the flag. */
+	smp_mb__before_atomic();
+	set_bit(MR_QP_RETIRE_AGAIN, &qp->retire);
+	if (test_and_set_bit(MR_QP_RETIRING, &qp->retire))
+		return;
+again:
+	clear_bit(MR_QP_RETIRE_AGAIN, &qp->retire);
+	/* Callers that set the flag before this are seen by the scan. */
+	smp_mb__after_atomic();
 	for (;;) {
 		struct mr_swqe *wqe;
 		struct ib_wc wc = {};
+		u32 opcode, flags_wr, ex;
 		bool report;
 
 		spin_lock_irqsave(&qp->sq_lock, flags);
@@ -210,27 +226,36 @@ static void mr_qp_sq_retire(struct mr_ibqp *qp)
 			spin_unlock_irqrestore(&qp->sq_lock, flags);
 			break;
 		}
+		opcode = wqe->opcode;
+		flags_wr = wqe->send_flags;
+		ex = wqe->ex;
+		wc.wr_id = wqe->wr_id;
+		wc.status = wqe->status;
+		wc.byte_len = wqe->length;
 		qp->sq.head++;
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		/*
 		 * A local invalidate takes effect when everything posted
 		 * before it is done: now, as it is retired in order.
 		 */
-		if (wqe->opcode == IB_WR_LOCAL_INV &&
-		    wqe->status == IB_WC_SUCCESS &&
-		    mr_mem_invalidate(qp->dev, qp->ibqp.pd, wqe->ex))
-			wqe->status = IB_WC_LOC_PROT_ERR;
-		wc.wr_id = wqe->wr_id;
-		wc.status = wqe->status;
-		wc.opcode = mr_wc_opcode(wqe->opcode);
-		wc.byte_len = wqe->length;
+		if (opcode == IB_WR_LOCAL_INV && wc.status == IB_WC_SUCCESS &&
+		    mr_mem_invalidate(qp->dev, qp->ibqp.pd, ex))
+			wc.status = IB_WC_LOC_PROT_ERR;
+		wc.opcode = mr_wc_opcode(opcode);
 		wc.qp = &qp->ibqp;
 		wc.port_num = 1;
 		report = wc.status != IB_WC_SUCCESS || qp->sq_sig_all ||
-			 (wqe->send_flags & IB_SEND_SIGNALED);
+			 (flags_wr & IB_SEND_SIGNALED);
 		if (report)
 			mr_cq_push(cq, &wc, false);
 	}
+	clear_bit(MR_QP_RETIRING, &qp->retire);
+	/* Pairs with the callers' set_bit(AGAIN) before test_and_set_bit(). */
+	smp_mb__after_atomic();
+	/* Another caller came while the slots were being looked at. */
+	if (test_bit(MR_QP_RETIRE_AGAIN, &qp->retire) &&
+	    !test_and_set_bit(MR_QP_RETIRING, &qp->retire))
+		goto again;
 	if (drained && qp->attr.en_sqd_async_notify && qp->ibqp.event_handler &&
 	    !xchg(&qp->sqd_notified, true)) {
 		struct ib_event ev = {
@@ -501,56 +526,60 @@ static void mr_qp_feed(struct mr_ibqp *qp, u64 now)
 		mr_qp_sq_retire(qp);
 }
 
-static void mr_qp_ud_send(struct mr_ibqp *qp, struct mr_swqe *wqe)
+/*
+ * Send the UD work request in @wqe; returns its completion status. The
+ * slot stays the service's until it advances sq.eng, unless a flush or a
+ * reset takes the ring meanwhile: then the slot may be posted again, so
+ * every field is read once and nothing is written to it here.
+ */
+static u8 mr_qp_ud_send(struct mr_ibqp *qp, const struct mr_swqe *wqe)
 {
 	struct mr_dev *dev = qp->dev;
+	u32 len = READ_ONCE(wqe->length);
+	struct mr_addr addr = wqe->addr;
+	u8 tclass = READ_ONCE(wqe->tclass);
 	struct mr_hdr h = {};
 	struct sk_buff *skb;
 	u8 buf[MR_HLEN_MAX];
-	int hlen, err;
+	int hlen;
 	u16 sport;
 
-	wqe->status = IB_WC_SUCCESS;
 	h.opcode = MR_OP_UD_SEND;
 	h.epoch = dev->ud_epoch;
 	h.tsval = (u32)ktime_get_ns();
-	h.dst_qpn = wqe->remote_qpn;
+	h.dst_qpn = READ_ONCE(wqe->remote_qpn);
 	h.src_qpn = qp->ibqp.qp_num;
-	h.qkey = wqe->remote_qkey;
-	h.plen = wqe->length;
-	if (wqe->opcode == IB_WR_SEND_WITH_IMM) {
+	h.qkey = READ_ONCE(wqe->remote_qkey);
+	h.plen = len;
+	if (READ_ONCE(wqe->opcode) == IB_WR_SEND_WITH_IMM) {
 		h.flags |= MR_F_IMM;
-		h.imm = wqe->ex;
+		h.imm = READ_ONCE(wqe->ex);
 	}
-	if (wqe->send_flags & IB_SEND_SOLICITED)
+	if (READ_ONCE(wqe->send_flags) & IB_SEND_SOLICITED)
 		h.flags |= MR_F_SOLICIT;
 	hlen = mr_wire_encode(buf, sizeof(buf), &h);
-	if (hlen < 0) {
-		wqe->status = IB_WC_LOC_QP_OP_ERR;
-		return;
-	}
-	skb = mr_xmit_alloc(hlen + wqe->length, GFP_ATOMIC);
-	if (!skb) {
-		wqe->status = IB_WC_LOC_QP_OP_ERR;
-		return;
-	}
+	if (hlen < 0)
+		return IB_WC_LOC_QP_OP_ERR;
+	skb = mr_xmit_alloc(hlen + len, GFP_ATOMIC);
+	if (!skb)
+		return IB_WC_LOC_QP_OP_ERR;
 	skb_put_data(skb, buf, hlen);
-	if (wqe->inlined) {
-		skb_put_data(skb, wqe->data, wqe->length);
-	} else {
-		err = mr_sges_read(dev, qp->ibqp.pd, wqe->sge, wqe->num_sge, 0,
-				   skb_put(skb, wqe->length), wqe->length);
-		if (err) {
-			kfree_skb(skb);
-			wqe->status = IB_WC_LOC_PROT_ERR;
-			return;
-		}
+	if (READ_ONCE(wqe->inlined)) {
+		/* Posting checked the length against the inline room. */
+		skb_put_data(skb, wqe->data, min(len, qp->max_inline));
+	} else if (mr_sges_read(dev, qp->ibqp.pd, wqe->sge,
+				min_t(u32, READ_ONCE(wqe->num_sge),
+				      qp->max_send_sge),
+				0, skb_put(skb, len), len)) {
+		kfree_skb(skb);
+		return IB_WC_LOC_PROT_ERR;
 	}
 	/* A fixed source port per QP pair: UD keeps its order on one route. */
 	sport = dev->conn_cfg.sport_min +
 		(u16)(jhash_2words(h.src_qpn, h.dst_qpn, 0) %
 		      (dev->conn_cfg.sport_max - dev->conn_cfg.sport_min + 1));
-	mr_xmit(dev, skb, &wqe->addr, sport, wqe->tclass, NULL, NULL);
+	mr_xmit(dev, skb, &addr, sport, tclass, NULL, NULL);
+	return IB_WC_SUCCESS;
 }
 
 static void mr_qp_service_ud(struct mr_ibqp *qp)
@@ -561,6 +590,7 @@ static void mr_qp_service_ud(struct mr_ibqp *qp)
 		struct mr_swqe *wqe;
 		unsigned long flags;
 		u32 gen, idx;
+		u8 status;
 
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		if (qp->sq.eng == qp->sq.tail || qp->sq_draining) {
@@ -572,10 +602,11 @@ static void mr_qp_service_ud(struct mr_ibqp *qp)
 		wqe = mr_sring_slot(&qp->sq, idx);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 
-		mr_qp_ud_send(qp, wqe);
+		status = mr_qp_ud_send(qp, wqe);
 		spin_lock_irqsave(&qp->sq_lock, flags);
-		/* Unless a reset emptied the ring meanwhile. */
-		if (qp->sq_gen == gen) {
+		/* Unless a reset or a flush took the ring meanwhile. */
+		if (qp->sq_gen == gen && qp->sq.eng == idx) {
+			wqe->status = status;
 			wqe->done = true;
 			qp->sq.eng = idx + 1;
 		}
