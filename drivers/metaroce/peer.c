@@ -343,10 +343,12 @@ static void mr_peer_gc(struct work_struct *work)
 					  peer_gc);
 	struct mr_peer *peer, *dead = NULL;
 	struct hlist_node *tmp;
-	u64 now = ktime_get_ns();
+	u64 now;
 	int b;
 
 	mutex_lock(&dev->peers_lock);
+	/* After the lock: no detach stamps idle_since later than now. */
+	now = ktime_get_ns();
 	for (b = 0; b < MR_PEER_HASH; b++) {
 		hlist_for_each_entry_safe(peer, tmp, &dev->peers[b], node) {
 			bool idle;
