@@ -196,8 +196,10 @@ static void mr_dev_unlink_unregistered(struct mr_dev *dev)
  */
 static void mr_dev_registered(struct mr_dev *dev)
 {
-	mr_debugfs_add(dev);
 	mutex_lock(&mr_lock);
+	/* Not for a device whose teardown already removed it. */
+	if (!dev->torn_down)
+		mr_debugfs_add(dev);
 	if (dev->unregistering)
 		mr_dev_queue_unregister(dev);
 	else
@@ -284,13 +286,14 @@ void mr_dealloc_driver(struct ib_device *ibdev)
 {
 	struct mr_dev *dev = to_mr_dev(ibdev);
 
-	if (dev->mrn) {
-		mutex_lock(&mr_lock);
+	mutex_lock(&mr_lock);
+	dev->torn_down = true;
+	if (dev->mrn)
 		hash_del_rcu(&dev->node);
-		mutex_unlock(&mr_lock);
-		/* The receive path can no longer find the device. */
+	mutex_unlock(&mr_lock);
+	/* The receive path can no longer find the device. */
+	if (dev->mrn)
 		synchronize_rcu();
-	}
 	/* Every QP is gone: stop the transport before the sockets go. */
 	mr_debugfs_remove(dev);
 	mr_peers_destroy(dev);

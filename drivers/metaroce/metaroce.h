@@ -80,6 +80,7 @@ struct mr_dev {
 	struct hlist_node node;		/* in the device table, by ndev */
 	struct work_struct unreg_work;	/* unregister on netdev removal */
 	bool unregistering;		/* netdev going; under mr_lock */
+	bool torn_down;			/* mr_dealloc_driver() ran; under mr_lock */
 
 	spinlock_t lock;		/* protects port and ifname */
 	struct mr_port port;
