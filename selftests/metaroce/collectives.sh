@@ -28,7 +28,8 @@
 #
 # MR_COLL_HOSTS=N runs N hosts (mrs0 .. mrs<N-2> and mrsr; default 4),
 # MR_COLL_MAX the largest size in bytes (default 262144), MR_COLL_ITERS
-# the calls per size (default 10): hosts16.sh uses them.
+# the calls per size (default 10), MR_COLL_YIELD=1 has idle ranks yield
+# the CPU (Open MPI's mpi_yield_when_idle): hosts16.sh uses them.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fabric.sh"
 mr_require_module
@@ -38,6 +39,7 @@ COLL=$MR_TOP/build/userspace/tools/mr_coll
 NHOSTS=${MR_COLL_HOSTS:-4}
 ITERS=${MR_COLL_ITERS:-10}
 MAX=${MR_COLL_MAX:-262144}
+YIELD=${MR_COLL_YIELD:-0}
 UCX_PORT=18700
 
 ERROR_COUNTERS="rx_drop_malformed rx_drop_no_qp drop_no_conn drop_epoch
@@ -132,6 +134,7 @@ coll() {
 		--mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_exclude lo \
 		--mca pml ucx --mca btl ^openib,vader,uct,tcp \
 		--mca pml_ucx_tls any --mca pml_ucx_devices any \
+		--mca mpi_yield_when_idle $YIELD \
 		-x UCX_TLS=$tls $HERE/mpi_rank.sh $COLL --iters $ITERS --max $MAX" \
 		>"$MR_TMP/$name.out" 2>&1 </dev/null; then
 		coll_diag "$name"
