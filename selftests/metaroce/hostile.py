@@ -460,7 +460,9 @@ class Side:
 
     SIZE = 4096
 
-    def __init__(self, dev, gidx):
+    def __init__(self, dev, gidx, share=None):
+        """With SHARE (a Side of the same device), only the QP is new: it
+        uses SHARE's context, PD, CQ and MR."""
         from pyverbs.cq import CQ
         from pyverbs.device import Context
         from pyverbs.mr import MR
@@ -471,15 +473,26 @@ class Side:
         self.e = e
         self.access = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
                        e.IBV_ACCESS_REMOTE_READ)
-        self.ctx = Context(name=dev)
         self.gidx = gidx
-        self.pd = PD(self.ctx)
-        self.cq = CQ(self.ctx, 64)
+        self.own = share is None
+        if share:
+            self.ctx, self.pd, self.cq = share.ctx, share.pd, share.cq
+        else:
+            self.ctx = Context(name=dev)
+            self.pd = PD(self.ctx)
+            self.cq = CQ(self.ctx, 64)
         cap = QPCap(max_send_wr=32, max_recv_wr=8, max_send_sge=1,
                     max_recv_sge=1)
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC,
                                          scq=self.cq, rcq=self.cq, cap=cap))
-        self.mr = MR(self.pd, self.SIZE, self.access)
+        self.mr = share.mr if share else MR(self.pd, self.SIZE, self.access)
+
+    def close(self):
+        """Destroy the QP, and what it does not share."""
+        self.qp.close()
+        if self.own:
+            for obj in (self.mr, self.cq, self.pd, self.ctx):
+                obj.close()
 
     def connect(self, peer):
         """INIT, RTR and RTS towards PEER's QP."""

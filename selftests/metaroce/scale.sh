@@ -27,9 +27,17 @@
 #               percentile stays under 100 ms (behind the queue it would
 #               take seconds); the bulk transfer covers the whole latency
 #               run and both exit 0
+#   connections conn_mem.py connects CONN_PAIRS QP pairs over one
+#               connection, then each over a connection of its own (A
+#               gets CONN_PAIRS addresses): each device holds 1, then
+#               CONN_PAIRS peers, every pair's WRITE completes, and the
+#               memory per connection (the second run's extra kernel
+#               memory, per connection and host) lies between 32 KiB and
+#               1 MiB; then kernel memory comes back as above
 #
 # Logged: the time per QP to create, connect and destroy, the data phase's
-# rate, and the kernel memory per QP while all are connected.
+# rate, the kernel memory per QP while all are connected, and the kernel
+# memory per connection.
 #
 # MR_SCALE_QPS=N overrides the number of QPs; MR_TEST_LONG=1 churns four
 # times as long.
@@ -38,6 +46,7 @@ mr_require_module
 
 TOOL=$MR_TOP/build/userspace/tools/mr_scale
 ITOOL=$MR_TOP/build/userspace/tools/mr_integrity
+PYTHON=/usr/bin/python3
 PORT=18600
 IPORT=18601
 LPORT=18602
@@ -48,6 +57,8 @@ BULK_SECONDS=30
 # CPU: a run that says so is run again.
 CALIBRATION='Correlation coefficient r\^2: .* < 0\.9'
 CHURN_QPS=64
+CONN_PAIRS=32
+CONN_MEM=$(dirname "$(readlink -f "$0")")/conn_mem.py
 CHURN_BATCHES=320
 [[ -z ${MR_TEST_LONG:-} ]] || CHURN_BATCHES=1280
 QPS=${MR_SCALE_QPS:-4000}
@@ -271,9 +282,54 @@ fairness() {
 		mr_fail "99th percentile ${loaded[7]} us under load: starved"
 }
 
+# conn_addr I: A's I-th extra address, for a connection of its own.
+conn_addr() { echo "${MR_A_IP%.*}.$((100 + $1))"; }
+
+connections() {
+	local i gidxs="" out conn one many t0=$SECONDS
+	"$PYTHON" -c 'import pyverbs.qp' 2>/dev/null ||
+		mr_skip "python3-pyverbs is not installed"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	kmem >"$MR_TMP/kmem.before"
+	for ((i = 0; i < CONN_PAIRS; i++)); do
+		ip -n "$MR_A_NS" addr add "$(conn_addr "$i")/24" dev "$MR_A_IF"
+		mr_defer ip -n "$MR_A_NS" addr del "$(conn_addr "$i")/24" \
+			dev "$MR_A_IF"
+	done
+	for ((i = 0; i < CONN_PAIRS; i++)); do
+		assert_wait "$MR_A_DEV has a GID for $(conn_addr "$i")" 10 \
+			mr_gid_index "$MR_A_DEV" "$(conn_addr "$i")"
+		gidxs+=${gidxs:+,}$(mr_gid_index "$MR_A_DEV" "$(conn_addr "$i")")
+	done
+	mr_log "$CONN_PAIRS addresses and GIDs ready in $((SECONDS - t0)) s"
+	out=$("$PYTHON" "$CONN_MEM" --a-dev "$MR_A_DEV" --a-gidx "$gidxs" \
+		--b-dev "$MR_B_DEV" --b-gidx "$MR_B_GIDX" 2>&1) ||
+		{ echo "$out"; mr_fail "conn_mem.py failed"; }
+	sed 's/^/conn_mem.py: /' <<<"$out"
+	conn_val() { awk -v k="$1" '$1 == k { print $2 }' <<<"$out"; }
+	assert_eq "peers of $MR_A_DEV, pairs over one address" 1 \
+		"$(conn_val peers_one_a)"
+	assert_eq "peers of $MR_B_DEV, pairs over one address" 1 \
+		"$(conn_val peers_one_b)"
+	assert_eq "peers of $MR_A_DEV, one address per pair" "$CONN_PAIRS" \
+		"$(conn_val peers_many_a)"
+	assert_eq "peers of $MR_B_DEV, one address per pair" "$CONN_PAIRS" \
+		"$(conn_val peers_many_b)"
+	conn=$(conn_val conn_bytes) one=$(conn_val one_kib)
+	many=$(conn_val many_kib)
+	mr_log "$CONN_PAIRS QP pairs: $one KiB over one connection, $many KiB" \
+		"over $CONN_PAIRS; per connection and host: $conn bytes"
+	((conn >= 32768 && conn <= 1048576)) ||
+		mr_fail "$conn bytes per connection: not between 32 KiB and 1 MiB"
+	memory_back "before the connections"
+	mr_log "connections took $((SECONDS - t0)) s"
+}
+
 mr_setup two_hosts mr_two_hosts
 mr_run qps qps
 mr_run memory memory
 mr_run churn churn
 mr_run fairness fairness
+mr_run connections connections
 mr_done
