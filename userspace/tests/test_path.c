@@ -945,7 +945,9 @@ static void test_rto_dead_undo(void)
 	struct ep *e = sender(2, 0x40, 3);
 	struct mr_conn *c = &e->c;
 	struct mr_path *p0 = &c->path[0];
-	u32 first, hi, k;
+	u32 first, hi, k, from;
+	struct mr_ack a;
+	int pi;
 
 	send_segs(e, 8);
 	first = p0->una;
@@ -958,11 +960,28 @@ static void test_rto_dead_undo(void)
 	       "%u timeouts in a row: path 0 dead", k);
 	/* Everything it was sent arrives after a long stall. */
 	ack_path0(e, first, first, hi);
-	tap_ok(p0->state == MR_PATH_GOOD && p0->timeouts == 0 &&
-	       p0->weight == MR_WEIGHT_ONE && p0->cwnd > 0 &&
-	       c->stats[MR_ST_PATH_REVIVED] == 1 &&
+	tap_ok(p0->state == MR_PATH_DEAD && p0->timeouts == 0 &&
+	       p0->next_probe <= e->now && c->stats[MR_ST_PATH_REVIVED] == 0 &&
 	       c->stats[MR_ST_RTO_SPURIOUS] == 1,
-	       "the stalled packets arrive: back to good at full weight (state %u weight %u)",
+	       "the stalled packets arrive: the series is undone, the path is probed at once (state %u)",
+	       p0->state);
+	from = e->ntx;
+	c->path[1].last_progress = e->now;
+	mr_conn_timer(c, e->now);
+	pi = ep_last(e, MR_OP_PROBE);
+	tap_ok(pi >= (int)from && e->tx[pi].h.path == 0,
+	       "the probe goes without waiting for probe_ns");
+	if (pi >= (int)from) {
+		ep_ack_init(e, &a);
+		ep_ack_path(&a, 0, hi);
+		ep_ack_set(&a.path[0], e->tx[pi].h.psn);
+		a.path[0].tsecr = e->tx[pi].h.tsval;
+		e->now += 10 * US;
+		ep_rx_ack(e, &a);
+	}
+	tap_ok(p0->state == MR_PATH_GOOD && p0->weight == MR_WEIGHT_ONE / 8 &&
+	       p0->cwnd > 0 && c->stats[MR_ST_PATH_REVIVED] == 1,
+	       "its answer revives it as any revival, at weight 1/8 (state %u weight %u)",
 	       p0->state, p0->weight);
 	ep_free(e);
 }
