@@ -18,9 +18,9 @@
 #               WRITEs to QPs that are not its own (including the running
 #               transfer's), from a wrong source QP, and with a wrong R_Key
 #
-# Then, on the victim's connection, two QP pairs of hostile.py's own: a bad
-# R_Key fails one pair, the other must carry on (a QP error is the QP's
-# alone, not its connection's).
+# Then, on a connection of their own (from 10.9.2.5), two QP pairs of
+# hostile.py's own: a bad R_Key fails one pair, the other must carry on (a
+# QP error is the QP's alone, not its connection's).
 #
 # The first subtest runs the transfer and the attacks; the others check
 # what B counted for each kind. The transfer must pass (every byte checked,
@@ -36,6 +36,11 @@ PYTHON=/usr/bin/python3
 PORT=18580
 VICTIM_IP=10.9.2.3
 STRANGER_IP=10.9.2.4
+# A connection of its own for the isolation subtest: the victim's forged
+# WRITEs took DSNs of the victim's connection in B's epoch, so that
+# connection's next real packets are duplicates to B until it is
+# collected (what an on-path attacker who sees the epoch can do).
+ISOLATION_IP=10.9.2.5
 
 [[ -x $TOOL ]] || mr_skip_all "$TOOL is missing: run make userspace"
 "$PYTHON" -c 'import pyverbs.qp' 2>/dev/null ||
@@ -45,6 +50,7 @@ setup() {
 	mr_two_hosts
 	ip -n "$MR_A_NS" addr add "$VICTIM_IP/24" dev "$MR_A_IF"
 	ip -n "$MR_A_NS" addr add "$STRANGER_IP/24" dev "$MR_A_IF"
+	ip -n "$MR_A_NS" addr add "$ISOLATION_IP/24" dev "$MR_A_IF"
 	assert_wait "$MR_A_DEV has a GID for $VICTIM_IP" 10 \
 		mr_gid_index "$MR_A_DEV" "$VICTIM_IP"
 	[[ -r /sys/kernel/debug/metaroce/$MR_B_DEV/peers ]] ||
@@ -210,13 +216,15 @@ forged_writes() {
 }
 
 # isolation: hostile.py's two QP pairs share B's connection from
-# $VICTIM_IP; the bad R_Key fails its pair (the requester with a remote
+# $ISOLATION_IP; the bad R_Key fails its pair (the requester with a remote
 # access error), the other pair's WRITEs all complete and land, and both
 # of its QPs stay in RTS.
 isolation() {
 	local a_gidx qps
-	a_gidx=$(mr_gid_index "$MR_A_DEV" "$VICTIM_IP")
-	hostile isolation --src "$VICTIM_IP" --a-dev "$MR_A_DEV" \
+	assert_wait "$MR_A_DEV has a GID for $ISOLATION_IP" 10 \
+		mr_gid_index "$MR_A_DEV" "$ISOLATION_IP"
+	a_gidx=$(mr_gid_index "$MR_A_DEV" "$ISOLATION_IP")
+	hostile isolation --src "$ISOLATION_IP" --a-dev "$MR_A_DEV" \
 		--a-gidx "$a_gidx" --b-dev "$MR_B_DEV" --b-gidx "$MR_B_GIDX"
 	qps=$(sent isolation shared_qps)
 	((qps >= 2)) ||
