@@ -100,15 +100,9 @@ def main():
     if args.pairs < 2:
         sys.exit("conn_mem.py: needs two A-side GIDs at least")
 
-    t0 = time.monotonic()
     one, peers_one = run(args, gidxs[:1])
-    t1 = time.monotonic()
     many, peers_many = run(args, gidxs)
-    t2 = time.monotonic()
     wait_no_peers(args)
-    print(f"seconds_one {t1 - t0:.0f}")
-    print(f"seconds_many {t2 - t1:.0f}")
-    print(f"seconds_gc {time.monotonic() - t2:.0f}")
     print(f"pairs {args.pairs}")
     print(f"one_kib {one}")
     print(f"many_kib {many}")

@@ -655,7 +655,7 @@ def cmd_isolation(args):
     while rkey == b1.mr.rkey:
         rkey = random.getrandbits(32)
     a1.post_write(b1, 0, 64, wr_id=1000, rkey=rkey)
-    (wr_id, status), = a1.completions(1)
+    (_, status), = a1.completions(1)
     print(f"bad_write_status {status}")
     deadline = time.monotonic() + 10
     while b1.state() != e.IBV_QPS_ERR and time.monotonic() < deadline:

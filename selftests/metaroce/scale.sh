@@ -302,7 +302,6 @@ connections() {
 			mr_gid_index "$MR_A_DEV" "$(conn_addr "$i")"
 		gidxs+=${gidxs:+,}$(mr_gid_index "$MR_A_DEV" "$(conn_addr "$i")")
 	done
-	mr_log "$CONN_PAIRS addresses and GIDs ready in $((SECONDS - t0)) s"
 	out=$("$PYTHON" "$CONN_MEM" --a-dev "$MR_A_DEV" --a-gidx "$gidxs" \
 		--b-dev "$MR_B_DEV" --b-gidx "$MR_B_GIDX" 2>&1) ||
 		{ echo "$out"; mr_fail "conn_mem.py failed"; }
