@@ -129,6 +129,7 @@ struct mr_dev {
 	/* Receiver fair share, recomputed from NAPI. */
 	struct mr_fs_dev fs;
 	u64 fs_next;
+	u32 fs_rate[MR_FS_MAX];
 	u32 fs_demand[MR_FS_MAX];
 	u32 fs_ce[MR_FS_MAX];
 	u32 fs_share[MR_FS_MAX];

@@ -310,15 +310,17 @@ static void mr_fs_tick(struct mr_dev *dev)
 			if (n == MR_FS_MAX)
 				break;
 			spin_lock(&peer->lock);
-			dev->fs_demand[n] = mr_conn_rx_rate(&peer->conn, now,
-							    &dev->fs_ce[n]);
+			dev->fs_rate[n] = mr_conn_rx_rate(&peer->conn, now,
+							  &dev->fs_ce[n]);
+			dev->fs_demand[n] = peer->conn.rx_demand;
 			spin_unlock(&peer->lock);
 			dev->fs_peer[n++] = peer;
 		}
 	}
 	if (!n)
 		return;
-	mr_fs_update(&dev->fs, dev->fs_demand, dev->fs_ce, n, dev->fs_share);
+	mr_fs_update(&dev->fs, dev->fs_rate, dev->fs_ce, dev->fs_demand, n,
+		     dev->fs_share);
 	for (i = 0; i < n; i++) {
 		spin_lock(&dev->fs_peer[i]->lock);
 		mr_conn_set_hint(&dev->fs_peer[i]->conn, dev->fs_share[i]);

@@ -521,6 +521,8 @@ struct mr_conn {
 	u64 rx_meter_ce;
 	u64 rx_meter_pkts;
 	u64 rx_meter_start;
+	u32 rx_demand;		/* smoothed arrival rate, Mbit/s; 0: inactive */
+	u32 rx_quiet;		/* meter periods since the last arrival */
 	struct mr_list dirty;
 	struct mr_rpath rpath[MR_MAX_PATHS];
 
@@ -565,7 +567,15 @@ u64 mr_conn_next_timer(const struct mr_conn *c);
 void mr_conn_timer(struct mr_conn *c, u64 now);
 /* Nothing in flight, nothing queued, no QP attached. */
 int mr_conn_idle(const struct mr_conn *c);
-/* Receive-side arrival rate since the previous call (Mbit/s). */
+/*
+ * Receive-side arrival rate since the previous call (Mbit/s), and CE
+ * fraction in @ce_permille. Each call also updates c->rx_demand, the rate
+ * smoothed over calls (gain 1/MR_FS_GAIN) so that a sender whose share is
+ * less than a packet per call still counts, 0 once nothing has arrived for
+ * MR_FS_HOLD calls: the demand the fair-share allocator sees.
+ */
+#define MR_FS_GAIN	4
+#define MR_FS_HOLD	8
 u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille);
 static inline void mr_conn_set_hint(struct mr_conn *c, u32 mbps)
 {
@@ -598,12 +608,13 @@ struct mr_fs_dev {
 
 void mr_fs_init(struct mr_fs_dev *d, u32 capacity_mbps);
 /*
- * Update the capacity estimate from the connections' measured arrival
- * rates @demand (Mbit/s) and CE permille @ce, and compute their hints into
- * @share. For callers that measure the connections themselves.
+ * Update the capacity estimate from the connections' arrival rates @rate
+ * (Mbit/s) and CE permille @ce in the last period, and compute their hints
+ * into @share from their demands @demand (NULL: the rates). For callers
+ * that measure the connections themselves.
  */
-void mr_fs_update(struct mr_fs_dev *d, const u32 *demand, const u32 *ce,
-		  u32 n, u32 *share);
+void mr_fs_update(struct mr_fs_dev *d, const u32 *rate, const u32 *ce,
+		  const u32 *demand, u32 n, u32 *share);
 /*
  * Recompute the hints of @n connections of one device. @demand and @share
  * are caller-provided scratch arrays of @n entries.

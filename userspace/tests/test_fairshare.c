@@ -51,6 +51,14 @@ static void test_level(void)
 		tap_ok(share[0] == 1000, "one sender: the whole capacity");
 	}
 	{
+		const u32 d[3] = { 400, 100, 0 };
+
+		mr_fairshare(1000, d, 3, share);
+		tap_ok(all_eq(share, 3, 650),
+		       "everyone below the level: the largest may grow by an equal part of the spare (400 + 500 / 2, got %u)",
+		       share[0]);
+	}
+	{
 		const u32 d[3] = { 0, 0, 0 };
 
 		mr_fairshare(1000, d, 3, share);
@@ -109,11 +117,24 @@ static void test_level_random(void)
 		}
 		/* the level fills what the senders at it can use */
 		{
-			u32 at = 0;
+			u32 at = 0, active = 0, top = 0;
+			u64 sum = 0, step;
 
-			for (i = 0; i < n; i++)
+			for (i = 0; i < n; i++) {
 				if (d[i] && (u64)d[i] + d[i] / 8 >= level)
 					at++;
+				active += !!d[i];
+				sum += d[i];
+				top = d[i] > top ? d[i] : top;
+			}
+			/* all served: the largest demand plus its part */
+			step = (cap - sum) / (active ? active : 1);
+			if (step < top / 8 + 1)
+				step = top / 8 + 1;
+			if (step > cap - sum)
+				step = cap - sum;
+			if (active && !at && level != top + step)
+				bad++;
 			if (at && used + (u64)at * level > cap)
 				bad++;
 			if (at && used + (u64)at * (level + 1) <= cap &&
@@ -131,6 +152,9 @@ static void meter(struct ep *e, u32 mbps, u32 ce_pm)
 	e->c.rx_meter_bytes = (u64)mbps * 1000000 / 8000;
 	e->c.rx_meter_pkts = 1000;
 	e->c.rx_meter_ce = ce_pm;
+	/* a demand of exactly this rate: no history to smooth with */
+	e->c.rx_demand = 0;
+	e->c.rx_quiet = 0;
 }
 
 static void test_device(void)
@@ -152,9 +176,9 @@ static void test_device(void)
 	meter(e[2], 0, 0);
 	mr_fs_run(&d, c, 3, demand, share, e[0]->now);
 	tap_ok(demand[0] == 400 && demand[1] == 100 && demand[2] == 0 &&
-	       c[0]->hint_out == 1000 && c[1]->hint_out == 1000 &&
-	       c[2]->hint_out == 1000,
-	       "demands measured from the receive meters; all below the level: each told the capacity");
+	       c[0]->hint_out == 650 && c[1]->hint_out == 650 &&
+	       c[2]->hint_out == 650,
+	       "demands measured from the receive meters; all below the level: each told 400 + 500 / 2");
 	meter(e[0], 400, 0);
 	mr_fs_run(&d, c, 1, demand, share, e[0]->now);
 	tap_ok(c[0]->hint_out == 1000, "a lone sender is told the capacity estimate");
@@ -203,21 +227,82 @@ static void test_update(void)
 	u32 share[3], one;
 
 	mr_fs_init(&d, 1000);
-	mr_fs_update(&d, dem, clean, 3, share);
-	tap_ok(d.estimate == 1000 && all_eq(share, 3, 1000),
-	       "mr_fs_update: clean arrivals below capacity, everyone told the capacity");
-	mr_fs_update(&d, dem, ce, 3, share);
+	mr_fs_update(&d, dem, clean, NULL, 3, share);
+	tap_ok(d.estimate == 1000 && all_eq(share, 3, 550),
+	       "mr_fs_update: clean arrivals below capacity, everyone told 300 + 500 / 2");
+	mr_fs_update(&d, dem, ce, NULL, 3, share);
 	tap_ok(d.estimate == 469 && all_eq(share, 3, 269),
 	       "mr_fs_update: 10%% CE lowers the estimate to 15/16 of the arrivals (469), level 269");
-	mr_fs_update(&d, dem, clean, 1, &one);
+	mr_fs_update(&d, dem, clean, NULL, 1, &one);
 	tap_ok(one == d.estimate && d.estimate == 500,
 	       "mr_fs_update: one connection is told the (recovering) estimate (%u)", one);
+	{
+		const u32 rate[2] = { 300, 0 }, mark[2] = { 100, 0 };
+		const u32 want[2] = { 100, 200 };
+
+		mr_fs_init(&d, 1000);
+		mr_fs_update(&d, rate, mark, want, 2, share);
+		tap_ok(d.estimate == 469 && all_eq(share, 2, 284),
+		       "mr_fs_update: the estimate counts max(rate, demand) (300 + 200 -> 469), the level the demands (200 + 169 / 2 = %u)",
+		       share[0]);
+	}
+}
+
+/*
+ * The demand behind a receive meter: the first rate as is, then smoothed
+ * over calls with periods that saw nothing included, and dropped after
+ * MR_FS_HOLD empty calls.
+ */
+static void test_demand(void)
+{
+	struct ep *e = ep_new(NULL, 1, 100, 0);
+	u32 i, ok = 1, lo = ~0u, hi = 0, sum = 0;
+
+	meter(e, 800, 0);
+	tap_ok(mr_conn_rx_rate(&e->c, e->now, NULL) == 800 &&
+	       e->c.rx_demand == 800, "a new sender's demand is its first rate");
+	e->c.rx_meter_start = e->now - 1 * MS;
+	tap_ok(mr_conn_rx_rate(&e->c, e->now, NULL) == 0 &&
+	       e->c.rx_demand == 800 - 800 / MR_FS_GAIN,
+	       "a period without arrivals pulls it down by 1/%u (%u)",
+	       MR_FS_GAIN, e->c.rx_demand);
+	for (i = 2; i < MR_FS_HOLD; i++) {
+		e->c.rx_meter_start = e->now - 1 * MS;
+		mr_conn_rx_rate(&e->c, e->now, NULL);
+		if (!e->c.rx_demand)
+			ok = 0;
+	}
+	tap_ok(ok, "it stays active for %u empty periods", MR_FS_HOLD - 1);
+	e->c.rx_meter_start = e->now - 1 * MS;
+	mr_conn_rx_rate(&e->c, e->now, NULL);
+	tap_ok(!e->c.rx_demand && e->c.rx_quiet == MR_FS_HOLD,
+	       "and is dropped at the %uth", MR_FS_HOLD);
+
+	/* 400 kB every 5 periods of 1 ms: 3200 Mbit/s in one, 640 average */
+	for (i = 0; i < 100; i++) {
+		e->c.rx_meter_start = e->now - 1 * MS;
+		if (i % 5 == 0) {
+			e->c.rx_meter_bytes = 400000;
+			e->c.rx_meter_pkts = 1;
+		}
+		mr_conn_rx_rate(&e->c, e->now, NULL);
+		if (i >= 50) {
+			lo = e->c.rx_demand < lo ? e->c.rx_demand : lo;
+			hi = e->c.rx_demand > hi ? e->c.rx_demand : hi;
+			sum += e->c.rx_demand;
+		}
+	}
+	tap_ok(lo > 0 && hi < 3200 && sum / 50 >= 480 && sum / 50 <= 800,
+	       "arrivals in one period of 5: never inactive, about the true rate (%u..%u, mean %u of 640)",
+	       lo, hi, sum / 50);
+	ep_free(e);
 }
 
 int main(void)
 {
 	tap_start();
 	test_level();
+	test_demand();
 	test_level_random();
 	test_device();
 	test_update();

@@ -964,6 +964,22 @@ u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille)
 	if (ce_permille)
 		*ce_permille = c->rx_meter_pkts ?
 			(u32)mr_div64(c->rx_meter_ce * 1000, c->rx_meter_pkts) : 0;
+	if (c->rx_meter_pkts) {
+		c->rx_quiet = 0;
+	} else if (++c->rx_quiet >= MR_FS_HOLD) {
+		c->rx_quiet = MR_FS_HOLD;
+		c->rx_demand = 0;
+	}
+	/*
+	 * A newly active sender starts at its measured rate; after that, the
+	 * periods without an arrival pull its demand down like the others.
+	 */
+	if (!c->rx_demand)
+		c->rx_demand = c->rx_quiet ? 0 : rate;
+	else if (rate >= c->rx_demand)
+		c->rx_demand += (rate - c->rx_demand) / MR_FS_GAIN;
+	else
+		c->rx_demand -= (c->rx_demand - rate) / MR_FS_GAIN;
 	c->rx_meter_bytes = 0;
 	c->rx_meter_ce = 0;
 	c->rx_meter_pkts = 0;

@@ -16,7 +16,7 @@
 void mr_fairshare(u32 capacity, const u32 *demand, u32 n, u32 *share)
 {
 	u64 remaining = capacity;
-	u32 i, k = 0, level;
+	u32 i, k = 0, active, level, top = 0;
 	int changed;
 
 	/* share[i] is used as "satisfied" marker until the end. */
@@ -24,7 +24,9 @@ void mr_fairshare(u32 capacity, const u32 *demand, u32 n, u32 *share)
 		share[i] = demand[i] ? 0 : 1;
 		if (demand[i])
 			k++;
+		top = mr_max32(top, demand[i]);
 	}
+	active = k;
 	do {
 		changed = 0;
 		if (!k)
@@ -40,7 +42,22 @@ void mr_fairshare(u32 capacity, const u32 *demand, u32 n, u32 *share)
 			changed = 1;
 		}
 	} while (changed);
-	level = k ? (u32)mr_div64(remaining, k) : capacity;
+	if (k)
+		level = (u32)mr_div64(remaining, k);
+	else if (active)
+		/*
+		 * Every sender takes less than it could: the largest may grow
+		 * by an equal part of the spare capacity, and by at least the
+		 * 1/8 margin (the spare always covers it), so that it does not
+		 * look held at the level. Telling all of them the whole
+		 * capacity would let them all jump at once.
+		 */
+		level = (u32)mr_min64((u64)top +
+				      mr_min64(mr_max64(mr_div64(remaining, active),
+							top / 8 + 1),
+					       remaining), capacity);
+	else
+		level = capacity;
 	for (i = 0; i < n; i++)
 		share[i] = mr_max32(level, 1);
 }
@@ -52,17 +69,15 @@ void mr_fs_init(struct mr_fs_dev *d, u32 capacity_mbps)
 	d->ce_thresh = 50;	/* 5% of packets marked */
 }
 
-void mr_fs_update(struct mr_fs_dev *d, const u32 *demand, const u32 *ce,
-		  u32 n, u32 *share)
+/*
+ * The capacity estimate follows what arrived (@total, Mbit/s): a
+ * bottleneck upstream passes exactly that. Each connection counts with the
+ * larger of its last period's rate and its smoothed demand, so that a
+ * period without its packets does not read as a collapse and a rise
+ * counts at once.
+ */
+static void mr_fs_estimate(struct mr_fs_dev *d, u64 total, int marked)
 {
-	u64 total = 0;
-	u32 i, marked = 0;
-
-	for (i = 0; i < n; i++) {
-		total += demand[i];
-		if (ce[i] >= d->ce_thresh)
-			marked = 1;
-	}
 	if (marked && total) {
 		u64 est = total - total / 16;
 
@@ -74,20 +89,49 @@ void mr_fs_update(struct mr_fs_dev *d, const u32 *demand, const u32 *ce,
 				       mr_max32(d->capacity / 32, 1),
 				       d->capacity);
 	}
+}
+
+static void mr_fs_share(struct mr_fs_dev *d, const u32 *demand, u32 n,
+			u32 *share)
+{
 	mr_fairshare(d->estimate, demand, n, share);
 	if (n == 1)
 		share[0] = d->estimate;
 }
 
+void mr_fs_update(struct mr_fs_dev *d, const u32 *rate, const u32 *ce,
+		  const u32 *demand, u32 n, u32 *share)
+{
+	u64 total = 0;
+	u32 i;
+	int marked = 0;
+
+	for (i = 0; i < n; i++) {
+		total += demand ? mr_max32(rate[i], demand[i]) : rate[i];
+		if (ce[i] >= d->ce_thresh)
+			marked = 1;
+	}
+	mr_fs_estimate(d, total, marked);
+	mr_fs_share(d, demand ? demand : rate, n, share);
+}
+
 void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
 	       u32 *demand, u32 *share, u64 now)
 {
-	u32 i;
+	u64 total = 0;
+	u32 i, ce;
+	int marked = 0;
 
-	/* share[] doubles as the CE scratch until mr_fs_update() fills it. */
-	for (i = 0; i < n; i++)
-		demand[i] = mr_conn_rx_rate(conns[i], now, &share[i]);
-	mr_fs_update(d, demand, share, n, share);
+	for (i = 0; i < n; i++) {
+		u32 r = mr_conn_rx_rate(conns[i], now, &ce);
+
+		if (ce >= d->ce_thresh)
+			marked = 1;
+		demand[i] = conns[i]->rx_demand;
+		total += mr_max32(r, demand[i]);
+	}
+	mr_fs_estimate(d, total, marked);
+	mr_fs_share(d, demand, n, share);
 	for (i = 0; i < n; i++)
 		mr_conn_set_hint(conns[i], share[i]);
 }
