@@ -482,6 +482,7 @@ struct mr_conn {
 	u32 seg_mask;
 	struct mr_seg *segs;
 	u32 rtx_cnt;		/* segments waiting for retransmission */
+	u32 rto_credit;		/* retransmissions allowed past a full window */
 	u32 rtx_scan;		/* no queued segment has a lower DSN */
 	u32 wnd;		/* connection window, bytes */
 	u32 inflight;		/* bytes, all paths */

@@ -1027,6 +1027,89 @@ static void test_rto_floor(void)
 	ep_free(e);
 }
 
+/*
+ * A path's RTO is at most twice the best live path's: its own estimate
+ * may be stale. A floor learnt from a spurious series still holds, and a
+ * dead path's estimate does not count.
+ */
+static void test_rto_cap(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_path *p0, *p1;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = 2;
+	cfg.rto_min_ns = 10 * US;
+	e = ep_new(&cfg, 0x21, 0x77770001, 3);
+	p0 = &e->c.path[0];
+	p1 = &e->c.path[1];
+	p0->srtt = 20 * US;
+	p0->rttvar = 5 * US;
+	p1->srtt = 400 * US;
+	p1->rttvar = 100 * US;
+	tap_ok(mr_path_rto(&e->c, p0) == 40 * US &&
+	       mr_path_rto(&e->c, p1) == 80 * US,
+	       "a stale 400 us path waits 2 x the best path's RTO (%u ns), the best its own",
+	       mr_path_rto(&e->c, p1));
+	p1->rto_floor = 300 * US;
+	tap_ok(mr_path_rto(&e->c, p1) == 300 * US,
+	       "a floor from a spurious series holds above the cap");
+	p1->rto_floor = 0;
+	p1->timeouts = 2;
+	tap_ok(mr_path_rto(&e->c, p1) == 320 * US,
+	       "backoff applies to the capped RTO (%u ns)", mr_path_rto(&e->c, p1));
+	p1->timeouts = 0;
+	p0->state = MR_PATH_DEAD;
+	tap_ok(mr_path_rto(&e->c, p1) == 800 * US,
+	       "a dead path's estimate caps nothing: its own 800 us");
+	ep_free(e);
+}
+
+/*
+ * A path timeout may retransmit past a window filled by the packets the
+ * other paths have not timed out yet: one packet per timed-out path.
+ */
+static void test_rto_credit(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_path *p0, *p1;
+	u32 before, infl;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.npaths = 2;
+	e = ep_new(&cfg, 0x22, 0x77770001, 3);
+	ep_qp(e, 0, NULL);
+	p0 = &e->c.path[0];
+	p1 = &e->c.path[1];
+	send_segs(e, 4);
+	tap_ok(p0->nxt - p0->una == 2 && p1->nxt - p1->una == 2,
+	       "4 packets, 2 on each path");
+	infl = p1->inflight;
+	e->c.wnd = infl;	/* path 1's two packets fill the window */
+	e->now = p0->last_progress + mr_path_rto(&e->c, p0);
+	p1->last_progress = e->now;
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(e->c.rtx_cnt == 2 && e->c.inflight == infl &&
+	       e->c.rto_credit == 1,
+	       "path 0 times out: 2 to resend, the window is full (credit %u)",
+	       e->c.rto_credit);
+	before = e->ntx;
+	ep_tx(e);
+	tap_ok(e->ntx == before + 1 && e->c.rtx_cnt == 1 &&
+	       e->c.rto_credit == 0,
+	       "one retransmission goes past the window (%u sent)",
+	       e->ntx - before);
+	before = e->ntx;
+	ep_tx(e);
+	tap_ok(e->ntx == before, "and no more until the window opens");
+	e->c.wnd = e->c.inflight + 4096;
+	ep_tx(e);
+	tap_ok(e->c.rtx_cnt == 0, "an open window sends the rest");
+	ep_free(e);
+}
+
 int main(void)
 {
 	tap_start();
@@ -1043,6 +1126,8 @@ int main(void)
 	test_rto_real_loss();
 	test_rto_dead_undo();
 	test_rto_floor();
+	test_rto_cap();
+	test_rto_credit();
 	test_last_path_survives();
 	test_ecn_weight();
 	test_repick();

@@ -371,7 +371,7 @@ static u64 mr_pace_ns(const struct mr_conn *c, u32 bytes)
 
 int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 {
-	int sent = 0;
+	int sent = 0, over;
 
 	while (sent < budget) {
 		struct mr_seg *s;
@@ -380,19 +380,24 @@ int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 
 		if (c->cfg.pacing && c->rate_hint && now < c->next_tx)
 			break;
-		if (c->inflight >= c->wnd)
+		over = c->inflight >= c->wnd;
+		if (!over)
+			c->rto_credit = 0;
+		else if (!c->rto_credit || !c->rtx_cnt)
 			break;
 		path = mr_pick_path(c);
 		if (path < 0)
 			break;
 		s = mr_rtx_pop(c);
-		if (!s)
+		if (!s && !over)
 			s = mr_new_seg(c, now);
 		if (!s)
 			break;
 		before = c->path[path].inflight;
 		if (mr_seg_xmit(c, s, path, now))
 			break;
+		if (over)
+			c->rto_credit--;
 		sent++;
 		if (c->cfg.pacing && c->rate_hint) {
 			u64 burst = mr_pace_ns(c, c->cfg.pace_burst);
@@ -913,7 +918,7 @@ static int mr_conn_can_send(const struct mr_conn *c)
 {
 	u32 i;
 
-	if (c->inflight >= c->wnd)
+	if (c->inflight >= c->wnd && (!c->rto_credit || !c->rtx_cnt))
 		return 0;
 	if (!c->rtx_cnt && (mr_list_empty(&c->active) ||
 			    c->dsn_nxt - c->dsn_una >= c->cfg.seg_wnd))

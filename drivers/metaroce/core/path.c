@@ -115,7 +115,32 @@ void mr_path_init(struct mr_conn *c, struct mr_path *p, u32 id, u64 now)
 	(void)id;
 }
 
-u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p)
+/*
+ * Twice the smallest retransmit timeout any live path has measured. A
+ * path's own estimate goes stale while it carries nothing (a window of a
+ * packet or two uses the best path only), and the packets left on it then
+ * wait out a timeout sized for a queue long gone. A path that really is
+ * slower shows it by a spurious series, and its floor then holds.
+ */
+static u64 mr_rto_cap(const struct mr_conn *c)
+{
+	u64 best = 0, r;
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *q = &c->path[i];
+
+		if (!q->srtt || q->state == MR_PATH_DEAD)
+			continue;
+		r = (u64)q->srtt + 4 * (u64)q->rttvar;
+		if (!best || r < best)
+			best = r;
+	}
+	return best ? 2 * best : MR_U64_MAX;
+}
+
+static u32 mr_path_rto_cap(const struct mr_conn *c, const struct mr_path *p,
+			   u64 cap)
 {
 	u64 rto;
 
@@ -126,9 +151,15 @@ u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p)
 		rto = c->cfg.rto_init_ns;
 	else
 		rto = (u64)p->srtt + 4 * (u64)p->rttvar;
+	rto = mr_min64(rto, cap);
 	rto = mr_max64(rto, mr_max32(c->cfg.rto_min_ns, p->rto_floor));
 	rto <<= mr_min32(p->timeouts, 10);
 	return (u32)mr_min64(rto, c->cfg.rto_max_ns);
+}
+
+u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p)
+{
+	return mr_path_rto_cap(c, p, mr_rto_cap(c));
 }
 
 int mr_path_usable(const struct mr_path *p)
@@ -534,6 +565,7 @@ static void mr_path_arm_undo(struct mr_path *p)
 
 void mr_path_timeouts(struct mr_conn *c, u64 now)
 {
+	u64 cap = mr_rto_cap(c);
 	u32 i;
 	int changed = 0;
 
@@ -542,7 +574,7 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 		u32 psn;
 
 		if (mr_path_has_out(p) &&
-		    now - p->last_progress >= mr_path_rto(c, p)) {
+		    now - p->last_progress >= mr_path_rto_cap(c, p, cap)) {
 			if (p->state != MR_PATH_DEAD)
 				mr_path_arm_undo(p);
 			for (psn = p->una; psn != p->nxt; psn++)
@@ -557,6 +589,12 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 			p->timeouts_total++;
 			if (p->timeouts < 255)
 				p->timeouts++;
+			/*
+			 * As after a TCP timeout, one retransmission may go
+			 * even if packets the other paths have not yet timed
+			 * out (and probably lost too) fill the window.
+			 */
+			c->rto_credit = mr_min32(c->rto_credit + 1, c->npaths);
 			p->last_progress = now;
 			mr_conn_cc_on_timeout(c, now);
 			if (p->state != MR_PATH_DEAD) {
@@ -601,14 +639,15 @@ void mr_paths_requeue(struct mr_conn *c)
 
 u64 mr_path_next_timer(const struct mr_conn *c)
 {
-	u64 t = MR_U64_MAX;
+	u64 t = MR_U64_MAX, cap = mr_rto_cap(c);
 	u32 i;
 
 	for (i = 0; i < c->npaths; i++) {
 		const struct mr_path *p = &c->path[i];
 
 		if (mr_path_has_out(p))
-			t = mr_min64(t, p->last_progress + mr_path_rto(c, p));
+			t = mr_min64(t, p->last_progress +
+					mr_path_rto_cap(c, p, cap));
 		if (p->state == MR_PATH_DEAD)
 			t = mr_min64(t, p->next_probe);
 	}
