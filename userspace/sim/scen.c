@@ -23,6 +23,17 @@
 static const char *out_dir;
 static int quick;
 
+/*
+ * MRSIM_SEED=k shifts every scenario's random seed by 1000 k: the same
+ * runs with other random choices, to see how much a result owes to them.
+ */
+static u64 seed_shift(void)
+{
+	const char *v = getenv("MRSIM_SEED");
+
+	return v ? 1000ull * strtoull(v, NULL, 10) : 0;
+}
+
 static double wall(void)
 {
 	struct timespec ts;
@@ -260,7 +271,7 @@ static void run_loss(int proto, u32 loss_ppm, struct loss_res *r)
 
 	fabric_cfg(&c, 8, 1, 2, 0);
 	c.loss_ppm = loss_ppm;
-	c.seed = 11 + loss_ppm;
+	c.seed = 11 + loss_ppm + seed_shift();
 	sim_new(&c);
 	f = flow_new(0, 1, 1ull << 40, 1 << 20, 0, proto);
 	sim_run(warm);
@@ -341,7 +352,7 @@ static void run_planes(int proto, u32 P, int psel, u32 npaths,
 	multiplane_cfg(&c, P);
 	c.planesel = (u8)psel;
 	c.mr.npaths = npaths;
-	c.seed = 21 + P;
+	c.seed = 21 + P + seed_shift();
 	sim_new(&c);
 	f = flow_new(0, S->nhosts - 1, 1ull << 40, 1 << 20, 0, proto);
 	sim_run(warm);
@@ -476,7 +487,7 @@ static void run_plane_fail(int proto, u32 P, struct pf_res *r, FILE *ts)
 	pf.t_back = quick ? 1000 * US : 2500 * US;
 	end = quick ? 1500 * US : 4 * MS;
 	multiplane_cfg(&c, P);
-	c.seed = 31 + P;
+	c.seed = 31 + P + seed_shift();
 	rtt = base_rtt(&c);
 	sim_new(&c);
 	pf.P = P;
@@ -675,7 +686,7 @@ static void run_incast(int proto, u32 N, int pacing, struct ic_res *r,
 	u32 i, b, wb;
 
 	fabric_cfg(&c, 1, 1, N + 1, 0);
-	c.seed = 41 + N;
+	c.seed = 41 + N + seed_shift();
 	c.mr.pacing = (u32)pacing;
 	c.mr.pace_burst = 2 * 4096;	/* two packets back to back */
 	rtt = base_rtt(&c);
@@ -709,6 +720,14 @@ static void run_incast(int proto, u32 N, int pacing, struct ic_res *r,
 			tot += x[i];
 		}
 		r->jain = jain(x, N);
+		if (getenv("MRSIM_DEBUG")) {
+			for (i = 0; i < N; i++) {
+				fprintf(stderr, "# incast sender %u: %.2f Gb/s\n",
+					i, gbps((u64)x[i], (u64)(be - bw) * IC_BIN));
+				if (proto == PROTO_MR)
+					sim_debug_flow(ic.f[i]);
+			}
+		}
 		r->util = gbps((u64)tot, (u64)(be - bw) * IC_BIN) /
 			  (c.port_bps / 1e9);
 	}
@@ -870,7 +889,7 @@ static void run_alltoall(int proto, u32 N, u32 P, u64 bytes, u32 win,
 	double t0 = wall();
 
 	fabric_cfg(&c, P, N / 16, 16, 16);
-	c.seed = 51 + N + 1000 * a2a_seed;
+	c.seed = 51 + N + 1000 * a2a_seed + seed_shift();
 	c.gc = 1;
 	c.mr.seg_wnd = 512;
 	sim_new(&c);
@@ -914,11 +933,15 @@ static void run_alltoall(int proto, u32 N, u32 P, u64 bytes, u32 win,
 static void scen_alltoall(void)
 {
 	FILE *t = tsv_open("alltoall", "transport\thosts\tplanes\tbytes_per_peer\twindow\tcompletion_us\tideal_us\tratio\tflows_done\tflows\tdrops\tretx\trto\tconns_peak\tqp_errors");
+	const char *hosts = getenv("MRSIM_A2A_HOSTS");
 	u32 N = quick ? 64 : 512, P = 4, win = 16;
 	u64 bytes = quick ? 64 << 10 : 256 << 10;
 
 	int proto;
 
+	/* a smaller all-to-all for experiments: a multiple of 16 hosts */
+	if (hosts && atoi(hosts) >= 32 && atoi(hosts) % 16 == 0)
+		N = (u32)atoi(hosts);
 	for (proto = PROTO_MR; proto <= PROTO_ROCE; proto++) {
 		struct a2a_res r;
 
