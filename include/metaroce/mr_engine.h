@@ -610,9 +610,9 @@ struct mr_fs_dev {
 void mr_fs_init(struct mr_fs_dev *d, u32 capacity_mbps);
 /*
  * Update the capacity estimate from the connections' arrival rates @rate
- * (Mbit/s) and CE permille @ce in the last period, and compute their hints
- * into @share from their demands @demand (NULL: the rates). For callers
- * that measure the connections themselves.
+ * (Mbit/s) and CE permille @ce in the last period and their demands
+ * @demand (c->rx_demand), and compute their hints into @share. For
+ * callers that read the meters themselves.
  */
 void mr_fs_update(struct mr_fs_dev *d, const u32 *rate, const u32 *ce,
 		  const u32 *demand, u32 n, u32 *share);

@@ -227,13 +227,13 @@ static void test_update(void)
 	u32 share[3], one;
 
 	mr_fs_init(&d, 1000);
-	mr_fs_update(&d, dem, clean, NULL, 3, share);
+	mr_fs_update(&d, dem, clean, dem, 3, share);
 	tap_ok(d.estimate == 1000 && all_eq(share, 3, 550),
 	       "mr_fs_update: clean arrivals below capacity, everyone told 300 + 500 / 2");
-	mr_fs_update(&d, dem, ce, NULL, 3, share);
+	mr_fs_update(&d, dem, ce, dem, 3, share);
 	tap_ok(d.estimate == 469 && all_eq(share, 3, 269),
 	       "mr_fs_update: 10%% CE lowers the estimate to 15/16 of the arrivals (469), level 269");
-	mr_fs_update(&d, dem, clean, NULL, 1, &one);
+	mr_fs_update(&d, dem, clean, dem, 1, &one);
 	tap_ok(one == d.estimate && d.estimate == 500,
 	       "mr_fs_update: one connection is told the (recovering) estimate (%u)", one);
 	{

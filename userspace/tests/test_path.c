@@ -96,6 +96,17 @@ static struct ep *sender(u32 npaths, u32 epoch, u32 thresh)
 	return e;
 }
 
+/* A sender over two paths with one QP attached; @cfg has its other tunables. */
+static struct ep *two_paths(struct mr_conn_cfg *cfg, u32 id)
+{
+	struct ep *e;
+
+	cfg->npaths = 2;
+	e = ep_new(cfg, id, 0x77770001, 3);
+	ep_qp(e, 0, NULL);
+	return e;
+}
+
 /* Post a WRITE of @n full segments and send what the window allows. */
 static void send_segs(struct ep *e, u32 n)
 {
@@ -392,9 +403,7 @@ static void test_dead_probe_revive(void)
 	struct mr_ack a;
 
 	mr_conn_cfg_default(&cfg);
-	cfg.npaths = 2;
-	e = ep_new(&cfg, 0x10, 0x77770001, 3);
-	ep_qp(e, 0, NULL);
+	e = two_paths(&cfg, 0x10);
 	p0 = &e->c.path[0];
 	p1 = &e->c.path[1];
 	send_segs(e, 200);
@@ -468,9 +477,7 @@ static void test_dead_probe_revive(void)
 
 	/* CE echoed for a dead path: no weight to cut, no re-pick */
 	mr_conn_cfg_default(&cfg);
-	cfg.npaths = 2;
-	e = ep_new(&cfg, 0x10, 0x77770001, 3);
-	ep_qp(e, 0, NULL);
+	e = two_paths(&cfg, 0x10);
 	p0 = &e->c.path[0];
 	send_segs(e, 4);
 	ep_ack_init(e, &a);
@@ -501,10 +508,8 @@ static void test_last_path_survives(void)
 	u32 i;
 
 	mr_conn_cfg_default(&cfg);
-	cfg.npaths = 2;
 	cfg.dead_after = 1;
-	e = ep_new(&cfg, 0x10, 0x77770001, 3);
-	ep_qp(e, 0, NULL);
+	e = two_paths(&cfg, 0x10);
 	send_segs(e, 4);
 	for (i = 0; i < 10; i++) {
 		e->now = mr_conn_next_timer(&e->c);
@@ -1078,9 +1083,7 @@ static void test_rto_credit(void)
 	u32 before, infl;
 
 	mr_conn_cfg_default(&cfg);
-	cfg.npaths = 2;
-	e = ep_new(&cfg, 0x22, 0x77770001, 3);
-	ep_qp(e, 0, NULL);
+	e = two_paths(&cfg, 0x22);
 	p0 = &e->c.path[0];
 	p1 = &e->c.path[1];
 	send_segs(e, 4);

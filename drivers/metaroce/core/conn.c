@@ -369,6 +369,15 @@ static u64 mr_pace_ns(const struct mr_conn *c, u32 bytes)
 	return mr_div64((u64)bytes * 8000, c->rate_hint);
 }
 
+/*
+ * The window stops the sender: it is full and no timeout credit lets a
+ * queued retransmission past it (protocol.rst, section 7.22).
+ */
+static int mr_conn_wnd_shut(const struct mr_conn *c)
+{
+	return c->inflight >= c->wnd && (!c->rto_credit || !c->rtx_cnt);
+}
+
 int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 {
 	int sent = 0, over;
@@ -383,7 +392,7 @@ int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 		over = c->inflight >= c->wnd;
 		if (!over)
 			c->rto_credit = 0;
-		else if (!c->rto_credit || !c->rtx_cnt)
+		if (mr_conn_wnd_shut(c))
 			break;
 		path = mr_pick_path(c);
 		if (path < 0)
@@ -918,7 +927,7 @@ static int mr_conn_can_send(const struct mr_conn *c)
 {
 	u32 i;
 
-	if (c->inflight >= c->wnd && (!c->rto_credit || !c->rtx_cnt))
+	if (mr_conn_wnd_shut(c))
 		return 0;
 	if (!c->rtx_cnt && (mr_list_empty(&c->active) ||
 			    c->dsn_nxt - c->dsn_una >= c->cfg.seg_wnd))

@@ -42,22 +42,23 @@ void mr_fairshare(u32 capacity, const u32 *demand, u32 n, u32 *share)
 			changed = 1;
 		}
 	} while (changed);
-	if (k)
+	if (k) {
 		level = (u32)mr_div64(remaining, k);
-	else if (active)
+	} else if (active) {
 		/*
 		 * Every sender takes less than it could: the largest may grow
 		 * by an equal part of the spare capacity, and by at least the
 		 * 1/8 margin (the spare always covers it), so that it does not
 		 * look held at the level. Telling all of them the whole
-		 * capacity would let them all jump at once.
+		 * capacity would let them all jump at once. top + remaining
+		 * is at most the capacity: top is one of the served demands.
 		 */
-		level = (u32)mr_min64((u64)top +
-				      mr_min64(mr_max64(mr_div64(remaining, active),
-							top / 8 + 1),
-					       remaining), capacity);
-	else
+		u64 step = mr_max64(mr_div64(remaining, active), top / 8 + 1);
+
+		level = (u32)(top + mr_min64(step, remaining));
+	} else {
 		level = capacity;
+	}
 	for (i = 0; i < n; i++)
 		share[i] = mr_max32(level, 1);
 }
@@ -99,6 +100,18 @@ static void mr_fs_share(struct mr_fs_dev *d, const u32 *demand, u32 n,
 		share[0] = d->estimate;
 }
 
+/*
+ * What one connection adds to the arrivals behind the estimate, and
+ * whether its CE fraction means congestion.
+ */
+static void mr_fs_count(const struct mr_fs_dev *d, u32 rate, u32 ce,
+			u32 demand, u64 *total, int *marked)
+{
+	*total += mr_max32(rate, demand);
+	if (ce >= d->ce_thresh)
+		*marked = 1;
+}
+
 void mr_fs_update(struct mr_fs_dev *d, const u32 *rate, const u32 *ce,
 		  const u32 *demand, u32 n, u32 *share)
 {
@@ -106,13 +119,10 @@ void mr_fs_update(struct mr_fs_dev *d, const u32 *rate, const u32 *ce,
 	u32 i;
 	int marked = 0;
 
-	for (i = 0; i < n; i++) {
-		total += demand ? mr_max32(rate[i], demand[i]) : rate[i];
-		if (ce[i] >= d->ce_thresh)
-			marked = 1;
-	}
+	for (i = 0; i < n; i++)
+		mr_fs_count(d, rate[i], ce[i], demand[i], &total, &marked);
 	mr_fs_estimate(d, total, marked);
-	mr_fs_share(d, demand ? demand : rate, n, share);
+	mr_fs_share(d, demand, n, share);
 }
 
 void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
@@ -123,12 +133,10 @@ void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
 	int marked = 0;
 
 	for (i = 0; i < n; i++) {
-		u32 r = mr_conn_rx_rate(conns[i], now, &ce);
+		u32 rate = mr_conn_rx_rate(conns[i], now, &ce);
 
-		if (ce >= d->ce_thresh)
-			marked = 1;
 		demand[i] = conns[i]->rx_demand;
-		total += mr_max32(r, demand[i]);
+		mr_fs_count(d, rate, ce, demand[i], &total, &marked);
 	}
 	mr_fs_estimate(d, total, marked);
 	mr_fs_share(d, demand, n, share);
