@@ -230,17 +230,24 @@ mr_ecn_bottleneck() {
 
 # mr_backlog_sampler_start NS DEV FILE / mr_backlog_sampler_stop: while
 # running, appends DEV's qdisc backlog in bytes (the deepest of the
-# qdiscs tc lists) to FILE about every 200 ms.
+# qdiscs tc lists) to FILE about every 200 ms. Starting programs is slow
+# in the emulated guest, the more so while the senders under test
+# busy-poll: one tc runs in batch mode for the whole time, answering each
+# command with one line of JSON, which bash parses.
 mr_backlog_sampler_start() {
 	# shellcheck disable=SC2016 # the inner shell expands them
 	ip netns exec "$1" bash -c '
-		while :; do
-			tc -s qdisc show dev "$0" | awk "
-				/backlog/ { b = \$2; sub(/b\$/, \"\", b)
-					    if (b ~ /K\$/) { sub(/K\$/, \"\", b); b *= 1000 }
-					    if (b + 0 > m) m = b + 0 }
-				END { print m + 0 }"
-			sleep 0.2
+		exec {nap}<> <(:)
+		coproc TC { exec tc -s -j -batch - 2>/dev/null; }
+		while echo "qdisc show dev $0" >&"${TC[1]}" &&
+		      read -r line <&"${TC[0]}"; do
+			m=0
+			while [[ $line =~ \"backlog\":([0-9]+)(.*) ]]; do
+				((BASH_REMATCH[1] > m)) && m=${BASH_REMATCH[1]}
+				line=${BASH_REMATCH[2]}
+			done
+			echo "$m"
+			read -rt 0.2 -u "$nap" || true
 		done' "$2" >"$3" &
 	_mr_backlog_sampler=$!
 	mr_defer kill "$_mr_backlog_sampler" 2>/dev/null
