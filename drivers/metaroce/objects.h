@@ -6,6 +6,7 @@
  *           kernel DMA MRs, fast-registration MRs; key table; bounds- and
  *           rights-checked copies to and from registered memory.
  *  cq.c     completion queues (struct mr_cq).
+ *  mmap.c   buffers shared with a process (struct mr_umap).
  *  srq.c    shared receive queues (struct mr_srq).
  *  ah.c     address handles (struct mr_ah).
  *  qp.c     queue pairs (struct mr_ibqp): state machine, send and receive
@@ -54,6 +55,15 @@ static inline bool mr_udata_no_request(struct ib_udata *udata)
 	return !udata || !udata->inlen ||
 	       ib_is_udata_cleared(udata, 0, udata->inlen);
 }
+
+/*
+ * The optional driver request of create_cq, resize_cq and create_qp:
+ * { u32 comp_mask; u32 reserved; } (uapi/rdma/metaroce-abi.h). Sets
+ * @comp_mask (0 without a request). -EOPNOTSUPP for what a newer provider
+ * may ask (bits outside @known, a longer request that is not zeroes),
+ * -EINVAL for the reserved field set, -EFAULT.
+ */
+int mr_udata_request(struct ib_udata *udata, u32 known, u32 *comp_mask);
 
 /* ------------------------------------------------------------------ mr.c */
 
@@ -136,13 +146,30 @@ void mr_mem_table_destroy(struct mr_dev *dev);
 
 /* ------------------------------------------------------------------ cq.c */
 
+struct mr_umap;
+void *mr_umap_alloc(struct ib_ucontext *uctx, size_t size,
+		    struct mr_umap **umap, u64 *offset);
+void mr_umap_remove(struct mr_umap *umap);
+int mr_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
+void mr_mmap_free(struct rdma_user_mmap_entry *entry);
+
+struct metaroce_cq_ring;
+struct metaroce_sq_ring;
+
 struct mr_cq {
 	struct ib_cq ibcq;
 	spinlock_t lock;
+	/* Kernel CQs, and user CQs of providers that asked for no ring. */
 	struct ib_wc *queue;	/* ring of entries */
-	u32 size;		/* entries in queue (== ibcq.cqe) */
 	u32 head;		/* next to poll */
 	u32 count;		/* entries queued */
+	/* User CQs with a ring (uapi/rdma/metaroce-abi.h) instead. */
+	struct metaroce_cq_ring *ring;
+	struct mr_umap *umap;
+	u32 slots;		/* entries in the ring, a power of two */
+	u32 producer;		/* the kernel's copy, never read back */
+	/* Both. */
+	u32 size;		/* completions it holds (== ibcq.cqe) */
 	u8 notify;		/* 0, IB_CQ_NEXT_COMP or IB_CQ_SOLICITED */
 	bool overflow;
 };
@@ -294,6 +321,7 @@ struct mr_swqe {
 	u8 status;		/* enum ib_wc_status once done */
 	bool done;
 	bool inlined;		/* payload is in data[], not sge[] */
+	bool refused;		/* from a send ring, and invalid */
 	union {
 		DECLARE_FLEX_ARRAY(struct ib_sge, sge);
 		DECLARE_FLEX_ARRAY(u8, data);
@@ -345,6 +373,12 @@ struct mr_ibqp {
 	unsigned long retire;		/* MR_QP_RETIRING, MR_QP_RETIRE_AGAIN */
 	struct list_head work_node;	/* dev->qp_work: has new send WQEs */
 	bool on_work;			/* under dev->work_lock */
+	/* User RC QPs with a send ring (uapi/rdma/metaroce-abi.h). */
+	struct metaroce_sq_ring *sq_ring;	/* its slots: sq.size */
+	struct mr_umap *sq_umap;
+	u32 sq_ring_stride;
+	u64 sq_active;			/* ns: work requests last taken */
+	struct hrtimer sq_linger;	/* looks at the ring while idle */
 
 	spinlock_t rq_lock;
 	struct mr_rring rq;		/* unless ibqp.srq */

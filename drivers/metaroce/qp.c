@@ -11,6 +11,11 @@
  *
  * An RC QP is attached to a peer (the engine connection to the remote
  * address of its address vector) from RTR until reset or destroy.
+ *
+ * A user RC QP may instead have a send ring in memory its process maps
+ * (uapi/rdma/metaroce-abi.h): its work requests are copied into the send
+ * queue when the process rings the doorbell, and whenever the QP's
+ * completions bring the kernel back to it (mr_qp_sq_pull()).
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -24,6 +29,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <rdma/ib_pack.h>
+#include <uapi/rdma/metaroce-abi.h>
 
 #include "metaroce.h"
 
@@ -32,6 +38,13 @@
 #define MR_GRH_LEN		40
 /* Send budget of one NAPI service of a QP (UD) */
 #define MR_UD_BUDGET		64
+/*
+ * A send ring whose QP has nothing outstanding is looked at every
+ * MR_SQ_POLL_NS for MR_SQ_IDLE_NS after work requests were last taken
+ * from it, before the kernel asks for a doorbell (mr_qp_sq_pull()).
+ */
+#define MR_SQ_POLL_NS		(20 * NSEC_PER_USEC)
+#define MR_SQ_IDLE_NS		(1000 * NSEC_PER_USEC)
 
 /* --------------------------------------------------------------- helpers */
 
@@ -194,6 +207,15 @@ void mr_qp_put(struct mr_ibqp *qp)
  * What a completion needs is copied out under sq_lock, before the slot is
  * given back to mr_post_send().
  */
+static bool mr_qp_sq_pull(struct mr_ibqp *qp);
+
+/* Under sq_lock: tell the process that slots up to sq.head are free. */
+static void mr_sq_ring_retired(struct mr_ibqp *qp)
+{
+	/* After our last read of them; pairs with the provider's acquire. */
+	smp_store_release(&qp->sq_ring->retired, qp->sq.head);
+}
+
 static void mr_qp_sq_retire(struct mr_ibqp *qp)
 {
 	struct mr_cq *cq = to_mr_cq(qp->ibqp.send_cq);
@@ -233,6 +255,8 @@ again:
 		wc.status = wqe->status;
 		wc.byte_len = wqe->length;
 		qp->sq.head++;
+		if (qp->sq_ring)
+			mr_sq_ring_retired(qp);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		/*
 		 * A local invalidate takes effect when everything posted
@@ -266,6 +290,9 @@ again:
 
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 	}
+	/* Completions bring the kernel back to a send ring. */
+	if (qp->sq_ring && mr_qp_sq_pull(qp))
+		mr_napi_kick_qp(qp);
 }
 
 /* Mark every WQE not yet handed on as flushed (QP in error). */
@@ -456,7 +483,9 @@ static u8 mr_wr_opcode(const struct mr_swqe *wqe)
 static void mr_qp_local(struct mr_ibqp *qp, struct mr_swqe *wqe)
 {
 	wqe->status = IB_WC_SUCCESS;
-	if (wqe->opcode == IB_WR_REG_MR) {
+	if (wqe->refused) {
+		wqe->status = IB_WC_LOC_QP_OP_ERR;
+	} else if (wqe->opcode == IB_WR_REG_MR) {
 		struct ib_reg_wr reg = {
 			.mr = wqe->reg_mr,
 			.key = wqe->reg_key,
@@ -492,7 +521,7 @@ static void mr_qp_feed(struct mr_ibqp *qp, u64 now)
 
 		wqe = mr_sring_slot(&qp->sq, idx);
 		if (wqe->opcode == IB_WR_REG_MR ||
-		    wqe->opcode == IB_WR_LOCAL_INV) {
+		    wqe->opcode == IB_WR_LOCAL_INV || wqe->refused) {
 			mr_qp_local(qp, wqe);
 			spin_lock_irqsave(&qp->sq_lock, flags);
 			qp->sq.eng++;
@@ -622,6 +651,7 @@ void mr_qp_service(struct mr_ibqp *qp)
 	struct mr_peer *peer;
 	int sent;
 
+	mr_qp_sq_pull(qp);
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		mr_qp_flush_sq(qp);
 		return;
@@ -879,6 +909,236 @@ static int mr_build_swqe(struct mr_ibqp *qp, struct mr_swqe *wqe,
 	return 0;
 }
 
+/* ------------------------------------------------------------ send rings */
+
+static const u8 *mr_sq_ring_slot(struct mr_ibqp *qp, u32 idx)
+{
+	return (const u8 *)qp->sq_ring + METAROCE_SQ_RING_ENTRIES +
+	       (size_t)(idx & (qp->sq.size - 1)) * qp->sq_ring_stride;
+}
+
+/* What POST_SEND takes from a process for an RC QP. */
+static bool mr_sq_ring_opcode_ok(u32 opcode)
+{
+	switch (opcode) {
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+	case IB_UVERBS_WR_SEND:
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+	case IB_UVERBS_WR_SEND_WITH_INV:
+	case IB_UVERBS_WR_RDMA_READ:
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* libibverbs' IBV_SEND_* are the kernel's IB_SEND_* */
+#define MR_SQ_RING_SEND_FLAGS	(IB_SEND_FENCE | IB_SEND_SIGNALED | \
+				 IB_SEND_SOLICITED | IB_SEND_INLINE)
+
+/*
+ * Copy the work request in ring slot @idx into send queue slot @idx, once,
+ * and check it as POST_SEND would (sq_lock held, any context). One that
+ * fails becomes a refused WQE, which completes with IB_WC_LOC_QP_OP_ERR.
+ */
+static void mr_sq_ring_take(struct mr_ibqp *qp, u32 idx)
+{
+	struct mr_swqe *wqe = mr_sring_slot(&qp->sq, idx);
+	const u8 *slot = mr_sq_ring_slot(qp, idx);
+	struct metaroce_swqe uw;
+	union {
+		struct ib_rdma_wr rdma;
+		struct ib_atomic_wr atomic;
+	} u = {};
+	struct ib_send_wr *wr = &u.rdma.wr;
+	union {
+		struct ib_sge sge[METAROCE_MAX_SGE];
+		u8 data[MR_MAX_INLINE];
+	} p;
+	bool inl;
+	u32 i;
+
+	memcpy(&uw, slot, sizeof(uw));
+	slot += sizeof(uw);
+	if (!mr_sq_ring_opcode_ok(uw.opcode) ||
+	    (uw.send_flags & ~MR_SQ_RING_SEND_FLAGS))
+		goto refuse;
+	wr->wr_id = uw.wr_id;
+	wr->opcode = uw.opcode;
+	wr->send_flags = uw.send_flags;
+	if (uw.opcode == IB_UVERBS_WR_SEND_WITH_INV)
+		wr->ex.invalidate_rkey = uw.imm;
+	else
+		wr->ex.imm_data = (__force __be32)uw.imm;
+	if (uw.opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	    uw.opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD) {
+		u.atomic.remote_addr = uw.remote_addr;
+		u.atomic.rkey = uw.rkey;
+		u.atomic.compare_add = uw.compare_add;
+		u.atomic.swap = uw.swap;
+	} else {
+		u.rdma.remote_addr = uw.remote_addr;
+		u.rdma.rkey = uw.rkey;
+	}
+
+	inl = mr_wr_inline(wr);
+	if (inl) {
+		if (uw.inline_len > qp->max_inline)
+			goto refuse;
+		memcpy(p.data, slot, uw.inline_len);
+	} else {
+		if (uw.num_sge > qp->max_send_sge)
+			goto refuse;
+		for (i = 0; i < uw.num_sge; i++) {
+			struct metaroce_sge sge;
+
+			memcpy(&sge, slot + i * sizeof(sge), sizeof(sge));
+			p.sge[i].addr = sge.addr;
+			p.sge[i].length = sge.length;
+			p.sge[i].lkey = sge.lkey;
+		}
+		wr->sg_list = p.sge;
+		wr->num_sge = uw.num_sge;
+	}
+	if (!mr_build_swqe(qp, wqe, wr, inl ? p.data : NULL, uw.inline_len))
+		return;
+refuse:
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = uw.wr_id;
+	wqe->opcode = IB_WR_SEND;
+	wqe->refused = true;
+}
+
+/*
+ * mr_qp_sq_pull() - take what the process wrote to the QP's send ring
+ * @qp: the QP (with or without a ring)
+ *
+ * Copies the work requests published since the last call into the send
+ * queue. When the QP has nothing outstanding and the ring nothing new, no
+ * completion will bring the kernel back: for MR_SQ_IDLE_NS after it last
+ * took work requests, a timer looks at the ring every MR_SQ_POLL_NS (so a
+ * process that streams faster than one request at a time reaches the
+ * kernel without a system call, even when each completes before the next
+ * is posted); after that, it sets METAROCE_SQ_NEED_WAKEUP and reads the
+ * producer index once more, so that a work request the process published
+ * without seeing the flag is taken now. Any context.
+ *
+ * A producer index that cannot be (more than the ring's size ahead of the
+ * work requests retired, or behind those taken) is ignored until it can.
+ *
+ * Return: true if work requests were taken: the caller kicks the QP.
+ */
+static bool mr_qp_sq_pull(struct mr_ibqp *qp)
+{
+	struct metaroce_sq_ring *ring = qp->sq_ring;
+	bool took = false, linger = false;
+	unsigned long flags;
+	u64 now;
+	u32 prod;
+
+	if (!ring)
+		return false;
+	now = ktime_get_ns();
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	for (;;) {
+		/* The slots are written once the index shows them. */
+		prod = smp_load_acquire(&ring->producer);
+		if (prod - qp->sq.head > qp->sq.size ||
+		    qp->sq.tail - qp->sq.head > prod - qp->sq.head)
+			break;
+		for (; qp->sq.tail != prod; qp->sq.tail++) {
+			mr_sq_ring_take(qp, qp->sq.tail);
+			took = true;
+		}
+		if (took)
+			qp->sq_active = now;
+		if (took || qp->sq.head != qp->sq.tail) {
+			if (READ_ONCE(ring->flags))
+				WRITE_ONCE(ring->flags, 0);
+			break;
+		}
+		if (now - qp->sq_active < MR_SQ_IDLE_NS) {
+			linger = true;
+			break;
+		}
+		WRITE_ONCE(ring->flags, METAROCE_SQ_NEED_WAKEUP);
+		/*
+		 * The flag before the index, as the provider publishes its
+		 * index before it reads the flag: one of the two sees the
+		 * other's write.
+		 */
+		smp_mb();
+		if (READ_ONCE(ring->producer) == qp->sq.tail)
+			break;
+	}
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	/* Also from the timer's own callback, which then does not restart. */
+	if (linger && !hrtimer_is_queued(&qp->sq_linger))
+		hrtimer_start(&qp->sq_linger, ns_to_ktime(MR_SQ_POLL_NS),
+			      HRTIMER_MODE_REL_SOFT);
+	return took;
+}
+
+static enum hrtimer_restart mr_qp_sq_linger(struct hrtimer *timer)
+{
+	struct mr_ibqp *qp = container_of(timer, struct mr_ibqp, sq_linger);
+
+	if (mr_qp_sq_pull(qp))
+		mr_napi_kick_qp(qp);
+	return HRTIMER_NORESTART;
+}
+
+/* Create a send ring for @qp if the process asked for one (RC only). */
+static int mr_sq_ring_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
+			     struct ib_udata *udata)
+{
+	struct metaroce_create_qp_resp resp = {};
+	u32 comp_mask, payload;
+	void *buf;
+	int err;
+
+	err = mr_udata_request(udata, METAROCE_QP_SQ_RING, &comp_mask);
+	if (err)
+		return err;
+	/* UD work requests name address handles: they keep POST_SEND. */
+	if ((comp_mask & METAROCE_QP_SQ_RING) && init->qp_type == IB_QPT_RC) {
+		if (udata->outlen < sizeof(resp))
+			return -EINVAL;
+		payload = max(qp->max_send_sge *
+			      (u32)sizeof(struct metaroce_sge), qp->max_inline);
+		qp->sq_ring_stride = ALIGN(sizeof(struct metaroce_swqe) +
+					   payload, 64);
+		resp.comp_mask = METAROCE_QP_SQ_RING;
+		resp.sq_slots = qp->sq.size;
+		resp.sq_stride = qp->sq_ring_stride;
+		resp.sq_mmap_size = PAGE_ALIGN(METAROCE_SQ_RING_ENTRIES +
+					       (size_t)qp->sq.size *
+					       qp->sq_ring_stride);
+		buf = mr_umap_alloc(rdma_udata_to_uverbs_attr_bundle(udata)->context,
+				    resp.sq_mmap_size, &qp->sq_umap,
+				    &resp.sq_mmap_offset);
+		if (IS_ERR(buf))
+			return PTR_ERR(buf);
+		qp->sq_ring = buf;
+		qp->sq_ring->flags = METAROCE_SQ_NEED_WAKEUP;
+		hrtimer_init(&qp->sq_linger, CLOCK_MONOTONIC,
+			     HRTIMER_MODE_REL_SOFT);
+		qp->sq_linger.function = mr_qp_sq_linger;
+	}
+	if (!udata)
+		return 0;
+	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+	if (err) {
+		mr_umap_remove(qp->sq_umap);
+		qp->sq_umap = NULL;
+		qp->sq_ring = NULL;
+	}
+	return err;
+}
+
 /* A work request posted to a QP in error completes at once, flushed. */
 static void mr_flush_now(struct mr_cq *cq, struct ib_qp *ibqp, u64 wr_id,
 			 enum ib_wc_opcode op)
@@ -901,6 +1161,16 @@ int mr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
+	/* A QP with a send ring posts there; POST_SEND is its doorbell. */
+	if (qp->sq_ring) {
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		if (mr_qp_sq_pull(qp))
+			mr_napi_kick_qp(qp);
+		return 0;
+	}
 	if (state == IB_QPS_ERR) {
 		for (; wr; wr = wr->next)
 			mr_flush_now(to_mr_cq(ibqp->send_cq), ibqp, wr->wr_id,
@@ -990,9 +1260,6 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return -EOPNOTSUPP;
 	if (init->create_flags)
 		return -EOPNOTSUPP;
-	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
-		return -EOPNOTSUPP;
 	if (cap->max_send_wr > METAROCE_MAX_QP_WR ||
 	    cap->max_send_sge > METAROCE_MAX_SGE ||
 	    cap->max_inline_data > MR_MAX_INLINE)
@@ -1038,6 +1305,10 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			goto err_sq;
 	}
 
+	err = mr_sq_ring_create(qp, init, udata);
+	if (err)
+		goto err_rq;
+
 	if (init->qp_type == IB_QPT_GSI) {
 		qpn = 1;
 		err = xa_insert_bh(&dev->qps, qpn, qp, GFP_KERNEL);
@@ -1050,7 +1321,7 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		err = err < 0 ? err : 0;
 	}
 	if (err)
-		goto err_rq;
+		goto err_ring;
 	ibqp->qp_num = qpn;
 	mr_qp_init(&qp->eng, qpn);
 
@@ -1066,6 +1337,8 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->attr.sq_draining = 0;
 	return 0;
 
+err_ring:
+	mr_umap_remove(qp->sq_umap);
 err_rq:
 	if (init->srq)
 		kfree(qp->srq_bound);
@@ -1118,6 +1391,9 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_bh(&dev->qps, ibqp->qp_num);
 	mr_qp_put(qp);
 	wait_for_completion(&qp->released);
+	/* Nothing re-arms it now: no post, no NAPI service, no engine. */
+	if (qp->sq_ring)
+		hrtimer_cancel(&qp->sq_linger);
 	mr_qp_clean_cqs(qp);
 
 	/* NAPI may have queued the QP again before it saw the erase. */
@@ -1131,6 +1407,8 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	else
 		mr_rring_free(&qp->rq);
 	kvfree(qp->sq.buf);
+	/* Nothing writes the ring any more. */
+	mr_umap_remove(qp->sq_umap);
 	rdma_destroy_ah_attr(&qp->attr.ah_attr);
 	return 0;
 }
@@ -1296,15 +1574,25 @@ static void mr_qp_to_err(struct mr_ibqp *qp)
 static void mr_qp_to_reset(struct mr_ibqp *qp)
 {
 	unsigned long flags;
+	u32 start;
 
 	WRITE_ONCE(qp->state, IB_QPS_RESET);
 	mr_qp_unpeer(qp);
 	mr_qp_clean_cqs(qp);
 	mr_qp_init(&qp->eng, qp->ibqp.qp_num);
 	spin_lock_irqsave(&qp->sq_lock, flags);
-	qp->sq.head = 0;
-	qp->sq.eng = 0;
-	qp->sq.tail = 0;
+	/* A send ring starts again where the process's index stands. */
+	start = 0;
+	if (qp->sq_ring) {
+		start = READ_ONCE(qp->sq_ring->producer);
+		qp->sq_active = 0;
+		/* Every slot is the process's again (its acquire pairs). */
+		smp_store_release(&qp->sq_ring->retired, start);
+		WRITE_ONCE(qp->sq_ring->flags, METAROCE_SQ_NEED_WAKEUP);
+	}
+	qp->sq.head = start;
+	qp->sq.eng = start;
+	qp->sq.tail = start;
 	qp->sq_gen++;
 	qp->sq_draining = false;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);

@@ -78,6 +78,31 @@ static enum rdma_link_layer mr_get_link_layer(struct ib_device *ibdev,
 	return IB_LINK_LAYER_ETHERNET;
 }
 
+int mr_udata_request(struct ib_udata *udata, u32 known, u32 *comp_mask)
+{
+	struct {
+		u32 comp_mask;
+		u32 reserved;
+	} req = {};
+	int err;
+
+	*comp_mask = 0;
+	if (!udata || !udata->inlen)
+		return 0;
+	err = ib_copy_from_udata(&req, udata, min(sizeof(req), udata->inlen));
+	if (err)
+		return err;
+	if ((req.comp_mask & ~known) ||
+	    (udata->inlen > sizeof(req) &&
+	     !ib_is_udata_cleared(udata, sizeof(req),
+				  udata->inlen - sizeof(req))))
+		return -EOPNOTSUPP;
+	if (req.reserved)
+		return -EINVAL;
+	*comp_mask = req.comp_mask;
+	return 0;
+}
+
 static void mr_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
 	/* No firmware: report the module version. */
@@ -87,23 +112,13 @@ static void mr_get_dev_fw_str(struct ib_device *ibdev, char *str)
 static int mr_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 {
 	struct metaroce_alloc_ucontext_resp resp = {};
-	struct metaroce_alloc_ucontext_req req = {};
+	u32 comp_mask;
 	int err;
 
-	if (udata->inlen) {
-		err = ib_copy_from_udata(&req, udata,
-					 min(sizeof(req), udata->inlen));
-		if (err)
-			return err;
-		/* A newer provider asking for something we do not know. */
-		if (req.comp_mask ||
-		    (udata->inlen > sizeof(req) &&
-		     !ib_is_udata_cleared(udata, sizeof(req),
-					  udata->inlen - sizeof(req))))
-			return -EOPNOTSUPP;
-		if (req.reserved)
-			return -EINVAL;
-	}
+	/* No request bits are defined (struct metaroce_alloc_ucontext_req). */
+	err = mr_udata_request(udata, 0, &comp_mask);
+	if (err)
+		return err;
 
 	return ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 }
@@ -182,6 +197,8 @@ const struct ib_device_ops mr_dev_ops = {
 	.map_mr_sg = mr_map_mr_sg,
 	.modify_qp = mr_modify_qp,
 	.modify_srq = mr_modify_srq,
+	.mmap = mr_mmap,
+	.mmap_free = mr_mmap_free,
 	.poll_cq = mr_poll_cq,
 	.post_recv = mr_post_recv,
 	.post_send = mr_post_send,

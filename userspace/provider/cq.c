@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * Completion queues, through the kernel's uverbs commands.
+ * Completion queues.
+ *
+ * The provider asks the kernel for a ring in shared memory
+ * (<rdma/metaroce-abi.h>) and polls it without a system call.  A kernel
+ * that offers no ring (an older metaroce.ko) is polled through the uverbs
+ * POLL_CQ command instead, as follows.
  *
  * POLL_CQ hands back the kernel's struct ib_wc as it is.  Its wc_flags are
  * the kernel's IB_WC_* bits (include/rdma/ib_verbs.h), which uverbs does not
@@ -8,11 +13,12 @@
  * every polled completion goes through mr_wc_flags().
  *
  * Extended CQs (ibv_create_cq_ex) implement ibv_start_poll() and friends on
- * top of POLL_CQ: the CQ fetches a batch of completions and hands them out
+ * top of either: the CQ fetches a batch of completions and hands them out
  * one at a time.  Only the standard work completion fields are offered.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "libmetaroce.h"
 
@@ -70,6 +76,73 @@ static int mr_kernel_poll(struct mr_cq *cq, int ne, struct ibv_wc *wc)
 	return total;
 }
 
+/* --- the ring ------------------------------------------------------------ */
+
+static struct metaroce_cqe *mr_ring_entry(const struct mr_cq *cq,
+					  uint32_t index)
+{
+	return (struct metaroce_cqe *)((char *)cq->ring +
+				       METAROCE_CQ_RING_ENTRIES) +
+	       (index & (cq->slots - 1));
+}
+
+static void mr_cqe_to_wc(const struct metaroce_cqe *e, struct ibv_wc *wc)
+{
+	unsigned int flags = 0;
+
+	if (e->flags & METAROCE_CQE_GRH)
+		flags |= IBV_WC_GRH;
+	if (e->flags & METAROCE_CQE_WITH_IMM)
+		flags |= IBV_WC_WITH_IMM;
+	if (e->flags & METAROCE_CQE_WITH_INV)
+		flags |= IBV_WC_WITH_INV;
+	if (e->flags & METAROCE_CQE_IP_CSUM_OK)
+		flags |= IBV_WC_IP_CSUM_OK;
+
+	wc->wr_id = e->wr_id;
+	wc->status = e->status;
+	wc->opcode = e->opcode;
+	wc->vendor_err = e->vendor_err;
+	wc->byte_len = e->byte_len;
+	/* Immediate data stays in network order; an rkey is in host order. */
+	wc->imm_data = e->imm;
+	wc->qp_num = e->qp_num;
+	wc->src_qp = e->src_qp;
+	wc->wc_flags = flags;
+	wc->pkey_index = e->pkey_index;
+	wc->slid = e->slid;
+	wc->sl = e->sl;
+	wc->dlid_path_bits = e->dlid_path_bits;
+}
+
+/* Up to @ne completions from the ring, with cq->lock held. */
+static int mr_ring_poll(struct mr_cq *cq, int ne, struct ibv_wc *wc)
+{
+	uint32_t avail, i;
+
+	/* The entries are complete once the index shows them. */
+	avail = __atomic_load_n(&cq->ring->producer, __ATOMIC_ACQUIRE) -
+		cq->consumer;
+	if (avail > (uint32_t)ne)
+		avail = ne;
+	for (i = 0; i < avail; i++)
+		mr_cqe_to_wc(mr_ring_entry(cq, cq->consumer + i), &wc[i]);
+	if (avail) {
+		cq->consumer += avail;
+		/* The kernel may reuse the slots once this is seen. */
+		__atomic_store_n(&cq->ring->consumer, cq->consumer,
+				 __ATOMIC_RELEASE);
+	}
+	return avail;
+}
+
+/* Up to @ne completions, from the ring or the kernel (-1 and errno). */
+static int mr_fetch(struct mr_cq *cq, int ne, struct ibv_wc *wc)
+{
+	return cq->ring ? mr_ring_poll(cq, ne, wc) :
+			  mr_kernel_poll(cq, ne, wc);
+}
+
 int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct mr_cq *cq = to_mr_cq(ibcq);
@@ -79,7 +152,7 @@ int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		errno = EINVAL;
 		return -1;
 	}
-	if (!cq->ex)
+	if (!cq->ex && !cq->ring)
 		return mr_kernel_poll(cq, ne, wc);
 
 	/* Completions fetched by the extended API come first. */
@@ -89,7 +162,7 @@ int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		cq->count--;
 	}
 	if (n < ne) {
-		ret = mr_kernel_poll(cq, ne - n, wc + n);
+		ret = mr_fetch(cq, ne - n, wc + n);
 		if (ret > 0)
 			n += ret;
 		else if (ret < 0 && !n)
@@ -105,7 +178,7 @@ static int mr_refill(struct mr_cq *cq)
 {
 	int n;
 
-	n = mr_kernel_poll(cq, MR_CQ_BATCH, cq->batch);
+	n = mr_fetch(cq, MR_CQ_BATCH, cq->batch);
 	if (n < 0)
 		return errno ? errno : EIO;
 	cq->head = 0;
@@ -274,15 +347,58 @@ static struct mr_cq *mr_cq_alloc(void)
 
 static void mr_cq_free(struct mr_cq *cq)
 {
+	if (cq->ring)
+		munmap(cq->ring, cq->ring_size);
 	pthread_mutex_destroy(&cq->lock);
 	free(cq);
+}
+
+/*
+ * Maps the ring a create or resize response describes.  Returns the
+ * mapping, NULL if the kernel gave no ring, or MAP_FAILED with errno set.
+ */
+static struct metaroce_cq_ring *
+mr_ring_map(struct ibv_context *ibctx, const struct metaroce_create_cq_resp *r)
+{
+	if (!(r->comp_mask & METAROCE_CQ_RING))
+		return NULL;
+	/* The kernel's word, but a bad one must not make us scribble. */
+	if (!r->slots || (r->slots & (r->slots - 1)) ||
+	    r->mmap_size < METAROCE_CQ_RING_ENTRIES +
+			   (uint64_t)r->slots * sizeof(struct metaroce_cqe) ||
+	    r->mmap_size > SIZE_MAX) {
+		errno = EPROTO;
+		return MAP_FAILED;
+	}
+	return mmap(NULL, r->mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    ibctx->cmd_fd, r->mmap_offset);
+}
+
+/* After a successful create: map the ring, or undo the create. */
+static int mr_cq_setup_ring(struct ibv_context *ibctx, struct mr_cq *cq,
+			    const struct metaroce_create_cq_resp *r)
+{
+	struct metaroce_cq_ring *ring = mr_ring_map(ibctx, r);
+	int ret = errno;
+
+	if (ring == MAP_FAILED) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		return ret ? ret : ENOMEM;
+	}
+	cq->ring = ring;
+	if (ring) {
+		cq->ring_size = r->mmap_size;
+		cq->slots = r->slots;
+		cq->consumer = 0;
+	}
+	return 0;
 }
 
 struct ibv_cq *mr_create_cq(struct ibv_context *ibctx, int cqe,
 			    struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct ib_uverbs_create_cq_resp resp = {};
-	struct ibv_create_cq cmd = {};
+	struct mr_create_cq_resp resp = {};
+	struct mr_create_cq_cmd cmd = {};
 	struct mr_cq *cq;
 	int ret;
 
@@ -296,8 +412,11 @@ struct ibv_cq *mr_create_cq(struct ibv_context *ibctx, int cqe,
 	if (!cq)
 		return NULL;
 
+	cmd.drv.comp_mask = METAROCE_CQ_RING;
 	ret = ibv_cmd_create_cq(ibctx, cqe, channel, comp_vector, &cq->vcq.cq,
-				&cmd, sizeof(cmd), &resp, sizeof(resp));
+				&cmd.ibv, sizeof(cmd), &resp.ibv, sizeof(resp));
+	if (!ret)
+		ret = mr_cq_setup_ring(ibctx, cq, &resp.drv);
 	if (ret) {
 		mr_cq_free(cq);
 		errno = ret;
@@ -309,8 +428,8 @@ struct ibv_cq *mr_create_cq(struct ibv_context *ibctx, int cqe,
 struct ibv_cq_ex *mr_create_cq_ex(struct ibv_context *ibctx,
 				  struct ibv_cq_init_attr_ex *attr)
 {
-	struct ib_uverbs_ex_create_cq_resp resp = {};
-	struct ibv_create_cq_ex cmd = {};
+	struct mr_create_cq_ex_resp resp = {};
+	struct mr_create_cq_ex_cmd cmd = {};
 	struct mr_cq *cq;
 	int ret;
 
@@ -335,8 +454,11 @@ struct ibv_cq_ex *mr_create_cq_ex(struct ibv_context *ibctx,
 		return NULL;
 	cq->ex = true;
 
-	ret = ibv_cmd_create_cq_ex(ibctx, attr, &cq->vcq, &cmd, sizeof(cmd),
-				   &resp, sizeof(resp), 0);
+	cmd.drv.comp_mask = METAROCE_CQ_RING;
+	ret = ibv_cmd_create_cq_ex(ibctx, attr, &cq->vcq, &cmd.ibv, sizeof(cmd),
+				   &resp.ibv, sizeof(resp), 0);
+	if (!ret)
+		ret = mr_cq_setup_ring(ibctx, cq, &resp.drv);
 	if (ret) {
 		mr_cq_free(cq);
 		errno = ret;
@@ -354,11 +476,44 @@ int mr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 int mr_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	struct ib_uverbs_resize_cq_resp resp = {};
-	struct ibv_resize_cq cmd = {};
+	struct mr_cq *cq = to_mr_cq(ibcq);
+	struct mr_resize_cq_resp resp = {};
+	struct mr_resize_cq_cmd cmd = {};
+	struct metaroce_cq_ring *ring;
+	int ret;
 
-	return ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp,
-				 sizeof(resp));
+	if (!cq->ring)
+		return ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv, sizeof(cmd.ibv),
+					 &resp.ibv, sizeof(resp.ibv));
+
+	/*
+	 * The kernel moves the completions not taken to a new ring: none
+	 * may be taken meanwhile.
+	 */
+	pthread_mutex_lock(&cq->lock);
+	cmd.drv.comp_mask = METAROCE_CQ_RING;
+	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv, sizeof(cmd), &resp.ibv,
+				sizeof(resp));
+	if (!ret) {
+		ring = mr_ring_map(ibcq->context, &resp.drv);
+		if (!ring || ring == MAP_FAILED) {
+			/*
+			 * The old ring is not written any more and the new
+			 * one cannot be reached: the CQ is lost.
+			 */
+			ret = ring ? errno : EPROTO;
+			munmap(cq->ring, cq->ring_size);
+			cq->ring = NULL;
+		} else {
+			munmap(cq->ring, cq->ring_size);
+			cq->ring = ring;
+			cq->ring_size = resp.drv.mmap_size;
+			cq->slots = resp.drv.slots;
+			cq->consumer = 0;
+		}
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return ret;
 }
 
 int mr_destroy_cq(struct ibv_cq *ibcq)
@@ -371,4 +526,45 @@ int mr_destroy_cq(struct ibv_cq *ibcq)
 
 	mr_cq_free(to_mr_cq(ibcq));
 	return 0;
+}
+
+/*
+ * mr_cq_clean: drops the completions of QP @qp_num, which was destroyed or
+ * reset, from the CQ (the kernel does it for CQs without a ring).  The
+ * others keep their order.  In the ring, the kept entries move towards the
+ * producer end and the consumer index advances past the freed slots, so
+ * the kernel, which writes only from its producer index on, never sees a
+ * slot in use as free.
+ */
+void mr_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
+{
+	struct mr_cq *cq = to_mr_cq(ibcq);
+	uint32_t i, n, drop = 0, prod;
+
+	if (!cq->ring)
+		return;
+	pthread_mutex_lock(&cq->lock);
+	for (i = n = 0; i < cq->count; i++) {
+		const struct ibv_wc *wc = &cq->batch[cq->head + i];
+
+		if (wc->qp_num != qp_num)
+			cq->batch[cq->head + n++] = *wc;
+	}
+	cq->count = n;
+
+	prod = __atomic_load_n(&cq->ring->producer, __ATOMIC_ACQUIRE);
+	for (i = prod; i != cq->consumer; i--) {
+		struct metaroce_cqe *e = mr_ring_entry(cq, i - 1);
+
+		if (e->qp_num == qp_num)
+			drop++;
+		else if (drop)
+			*mr_ring_entry(cq, i - 1 + drop) = *e;
+	}
+	if (drop) {
+		cq->consumer += drop;
+		__atomic_store_n(&cq->ring->consumer, cq->consumer,
+				 __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&cq->lock);
 }

@@ -59,13 +59,22 @@ struct mr_cq {
 	/*
 	 * Created by create_cq_ex: the ibv_start_poll() API is available and
 	 * serialised by @lock, which is held from a successful start_poll()
-	 * to end_poll().  It fetches completions from the kernel in batches;
-	 * ibv_poll_cq() on the same CQ returns those before asking the
-	 * kernel for more (and, as with any provider, must not be called
-	 * between start_poll() and end_poll()).
+	 * to end_poll().  It fetches completions in batches; ibv_poll_cq()
+	 * on the same CQ returns those before fetching more (and, as with
+	 * any provider, must not be called between start_poll() and
+	 * end_poll()).
 	 */
 	bool ex;
 	pthread_mutex_t lock;
+	/*
+	 * The ring the kernel writes completions to (metaroce-abi.h), NULL
+	 * if it gave none: then POLL_CQ fetches them.  Taking completions
+	 * from it, resizing and cleaning hold @lock.
+	 */
+	struct metaroce_cq_ring *ring;
+	size_t ring_size;		/* bytes mapped */
+	uint32_t slots;			/* entries, a power of two */
+	uint32_t consumer;		/* completions taken */
 	uint32_t head;		/* next entry of batch[] to return */
 	uint32_t count;		/* entries of batch[] not returned yet */
 	bool cur_valid;		/* batch[head] is the current entry */
@@ -91,6 +100,19 @@ struct mr_qp {
 	uint32_t max_inline;
 	uint64_t send_ops_flags;	/* IBV_QP_EX_WITH_*, ibv_wr_* API */
 	struct mr_wr_list wrl;
+	/*
+	 * The send ring (RC QPs, when the kernel gave one): posting writes
+	 * work requests there, under @sq_lock, and rings the doorbell only
+	 * when the kernel asks for it.  @state is what modify_qp last set:
+	 * posting checks it as the kernel's POST_SEND would.
+	 */
+	struct metaroce_sq_ring *sq_ring;
+	size_t sq_ring_size;		/* bytes mapped */
+	uint32_t sq_slots;		/* a power of two */
+	uint32_t sq_stride;		/* bytes per slot */
+	uint32_t sq_prod;		/* work requests written */
+	pthread_spinlock_t sq_lock;
+	enum ibv_qp_state state;
 };
 
 struct mr_srq {
@@ -123,6 +145,60 @@ struct mr_alloc_pd_resp {
 					     sizeof(struct drv_type) &&	\
 		      sizeof(struct type) % 4 == 0,				\
 		      #type " has padding or an odd size")
+
+struct mr_create_cq_cmd {
+	struct ibv_create_cq ibv;
+	struct metaroce_create_cq_req drv;
+};
+
+struct mr_create_cq_resp {
+	struct ib_uverbs_create_cq_resp ibv;
+	struct metaroce_create_cq_resp drv;
+};
+
+struct mr_create_cq_ex_cmd {
+	struct ibv_create_cq_ex ibv;
+	struct metaroce_create_cq_req drv;
+};
+
+struct mr_create_cq_ex_resp {
+	struct ib_uverbs_ex_create_cq_resp ibv;
+	struct metaroce_create_cq_resp drv;
+};
+
+struct mr_resize_cq_cmd {
+	struct ibv_resize_cq ibv;
+	struct metaroce_resize_cq_req drv;
+};
+
+struct mr_resize_cq_resp {
+	struct ib_uverbs_resize_cq_resp ibv;
+	struct metaroce_resize_cq_resp drv;
+};
+
+struct mr_create_qp_cmd {
+	struct ibv_create_qp ibv;
+	struct metaroce_create_qp_req drv;
+};
+
+struct mr_create_qp_resp {
+	struct ib_uverbs_create_qp_resp ibv;
+	struct metaroce_create_qp_resp drv;
+};
+
+MR_CHECK_CMD_LAYOUT(mr_create_qp_cmd, ibv_create_qp, metaroce_create_qp_req);
+MR_CHECK_CMD_LAYOUT(mr_create_qp_resp, ib_uverbs_create_qp_resp,
+		    metaroce_create_qp_resp);
+MR_CHECK_CMD_LAYOUT(mr_create_cq_cmd, ibv_create_cq, metaroce_create_cq_req);
+MR_CHECK_CMD_LAYOUT(mr_create_cq_resp, ib_uverbs_create_cq_resp,
+		    metaroce_create_cq_resp);
+MR_CHECK_CMD_LAYOUT(mr_create_cq_ex_cmd, ibv_create_cq_ex,
+		    metaroce_create_cq_req);
+MR_CHECK_CMD_LAYOUT(mr_create_cq_ex_resp, ib_uverbs_ex_create_cq_resp,
+		    metaroce_create_cq_resp);
+MR_CHECK_CMD_LAYOUT(mr_resize_cq_cmd, ibv_resize_cq, metaroce_resize_cq_req);
+MR_CHECK_CMD_LAYOUT(mr_resize_cq_resp, ib_uverbs_resize_cq_resp,
+		    metaroce_resize_cq_resp);
 
 MR_CHECK_CMD_LAYOUT(mr_get_context_cmd, ibv_get_context,
 		    metaroce_alloc_ucontext_req);
@@ -211,6 +287,7 @@ int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
 int mr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 int mr_resize_cq(struct ibv_cq *ibcq, int cqe);
 int mr_destroy_cq(struct ibv_cq *ibcq);
+void mr_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num);
 
 /* qp.c */
 struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd,

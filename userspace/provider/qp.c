@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * Queue pairs, through the kernel's uverbs commands: RC and UD.
+ * Queue pairs: RC and UD.
  *
- * Posting: libibverbs' ibv_cmd_post_* build the whole work request list
+ * Sending on an RC QP: the provider asks the kernel for a send ring
+ * (<rdma/metaroce-abi.h>), writes work requests there and issues the
+ * POST_SEND command, with no work request, only when the kernel says it
+ * will not look at the ring on its own (METAROCE_SQ_NEED_WAKEUP): while
+ * work requests are outstanding, their completions bring the kernel back
+ * to the ring.  The work requests are checked here as the kernel checks
+ * them, so that a bad one fails the post with its errno.
+ *
+ * Otherwise (UD, receives, a kernel without rings), libibverbs'
+ * ibv_cmd_post_* build the whole work request list
  * into one command on the stack and read every SGE and address handle the
  * list names.  So the list is checked here first (SGE counts against what
  * the kernel granted, address handles present and of this context) and
@@ -17,6 +26,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "libmetaroce.h"
 
@@ -57,6 +67,180 @@ static int mr_post_send_batch(struct ibv_qp *ibqp, struct ibv_send_wr *copy,
 	return ret;
 }
 
+/* --- the send ring ------------------------------------------------------- */
+
+/* Largest message (the device's max_msg_sz). */
+#define MR_MAX_MSG_SIZE (1ULL << 31)
+
+static bool mr_ring_inline(const struct ibv_send_wr *wr)
+{
+	if (!(wr->send_flags & IBV_SEND_INLINE))
+		return false;
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Writes @wr into ring slot @idx, checked as the kernel checks it.
+ * Returns 0 or EINVAL (the slot may be half written: it is not published).
+ */
+static int mr_ring_write(struct mr_qp *qp, const struct ibv_send_wr *wr,
+			 uint32_t idx)
+{
+	uint8_t *slot = (uint8_t *)qp->sq_ring + METAROCE_SQ_RING_ENTRIES +
+			(size_t)(idx & (qp->sq_slots - 1)) * qp->sq_stride;
+	struct metaroce_swqe *w = (struct metaroce_swqe *)slot;
+	struct metaroce_sge *sge = (struct metaroce_sge *)(w + 1);
+	bool atomic = false;
+	uint64_t len = 0;
+	int i;
+
+	switch (wr->opcode) {
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		atomic = true;
+		break;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_READ:
+		break;
+	default:
+		return EINVAL;
+	}
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
+	    (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	/* IP checksum offload means nothing to RC: dropped, as before. */
+	w->send_flags = wr->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+					  IBV_SEND_SOLICITED |
+					  IBV_SEND_INLINE);
+	w->num_sge = 0;
+	w->inline_len = 0;
+	w->rkey = 0;
+	w->remote_addr = 0;
+	w->compare_add = 0;
+	w->swap = 0;
+	w->imm = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey :
+						       wr->imm_data;
+	w->reserved[0] = 0;
+	w->reserved[1] = 0;
+
+	if (mr_ring_inline(wr)) {
+		uint8_t *data = (uint8_t *)(w + 1);
+
+		for (i = 0; i < wr->num_sge; i++) {
+			uint32_t n = wr->sg_list[i].length;
+
+			if (n > qp->max_inline - len)
+				return EINVAL;
+			memcpy(data + len,
+			       (const void *)(uintptr_t)wr->sg_list[i].addr, n);
+			len += n;
+		}
+		w->inline_len = len;
+	} else {
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+			len += wr->sg_list[i].length;
+		}
+		if (len > MR_MAX_MSG_SIZE)
+			return EINVAL;
+		w->num_sge = wr->num_sge;
+	}
+
+	if (atomic) {
+		if (len != 8 || (wr->wr.atomic.remote_addr & 7))
+			return EINVAL;
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+	} else if (wr->opcode == IBV_WR_RDMA_WRITE ||
+		   wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+		   wr->opcode == IBV_WR_RDMA_READ) {
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+	}
+	return 0;
+}
+
+/* The doorbell: POST_SEND with no work request. */
+static int mr_ring_doorbell(struct mr_qp *qp)
+{
+	struct ibv_send_wr *bad = NULL;
+
+	return ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad);
+}
+
+static int mr_ring_post_send(struct mr_qp *qp, struct ibv_send_wr *wr,
+			     struct ibv_send_wr **bad_wr)
+{
+	uint32_t retired, posted = 0;
+	bool kick = false;
+	int ret = 0;
+
+	pthread_spin_lock(&qp->sq_lock);
+	/* The kernel refuses posts before RTS (its flushes come after). */
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
+	    qp->state != IBV_QPS_ERR)
+		ret = EINVAL;
+	retired = __atomic_load_n(&qp->sq_ring->retired, __ATOMIC_ACQUIRE);
+	for (; wr && !ret; wr = wr->next) {
+		if (qp->sq_prod - retired >= qp->max_send_wr) {
+			retired = __atomic_load_n(&qp->sq_ring->retired,
+						  __ATOMIC_ACQUIRE);
+			if (qp->sq_prod - retired >= qp->max_send_wr) {
+				ret = ENOMEM;
+				break;
+			}
+		}
+		ret = mr_ring_write(qp, wr, qp->sq_prod);
+		if (ret)
+			break;
+		qp->sq_prod++;
+		posted++;
+	}
+	if (posted) {
+		/* The slots before the index that shows them. */
+		__atomic_store_n(&qp->sq_ring->producer, qp->sq_prod,
+				 __ATOMIC_RELEASE);
+		/* The index before the flag: see mr_qp_sq_pull() (kernel). */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		kick = __atomic_load_n(&qp->sq_ring->flags, __ATOMIC_RELAXED) &
+		       METAROCE_SQ_NEED_WAKEUP;
+	}
+	pthread_spin_unlock(&qp->sq_lock);
+
+	if (kick) {
+		int err = mr_ring_doorbell(qp);
+
+		/* Published but maybe never taken: say so. */
+		if (err && !ret) {
+			*bad_wr = NULL;
+			return err;
+		}
+	}
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
 int mr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad_wr)
 {
@@ -64,6 +248,9 @@ int mr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct mr_qp *qp = to_mr_qp(ibqp);
 	unsigned int n = 0;
 	int ret = 0;
+
+	if (qp->sq_ring)
+		return mr_ring_post_send(qp, wr, bad_wr);
 
 	for (; wr; wr = wr->next) {
 		ret = mr_send_wr_check(qp, wr);
@@ -606,16 +793,70 @@ static void mr_qp_set_caps(struct mr_qp *qp, const struct ibv_qp_cap *cap)
 
 static void mr_qp_free(struct mr_qp *qp)
 {
+	if (qp->sq_ring)
+		munmap(qp->sq_ring, qp->sq_ring_size);
+	pthread_spin_destroy(&qp->sq_lock);
 	free(qp->wrl.wr);
 	free(qp->wrl.sge);
 	free(qp->wrl.inl);
 	free(qp);
 }
 
+static struct mr_qp *mr_qp_alloc(void)
+{
+	struct mr_qp *qp = calloc(1, sizeof(*qp));
+
+	if (!qp)
+		return NULL;
+	if (pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE)) {
+		free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->state = IBV_QPS_RESET;
+	return qp;
+}
+
+/*
+ * After a successful create: map the send ring the response describes, if
+ * any.  Returns 0 or an errno (the caller destroys the QP).
+ */
+static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mr_qp *qp,
+			    const struct metaroce_create_qp_resp *r)
+{
+	uint64_t need;
+	void *map;
+
+	if (!(r->comp_mask & METAROCE_QP_SQ_RING))
+		return 0;
+	/* The kernel's word, but a bad one must not make us scribble. */
+	need = sizeof(struct metaroce_swqe) +
+	       (qp->max_send_sge * sizeof(struct metaroce_sge) >
+		qp->max_inline ? qp->max_send_sge * sizeof(struct metaroce_sge) :
+				 qp->max_inline);
+	if (!r->sq_slots || (r->sq_slots & (r->sq_slots - 1)) ||
+	    r->sq_slots < qp->max_send_wr || r->sq_stride < need ||
+	    r->sq_stride % 8 ||
+	    r->sq_mmap_size < METAROCE_SQ_RING_ENTRIES +
+			      (uint64_t)r->sq_slots * r->sq_stride ||
+	    r->sq_mmap_size > SIZE_MAX)
+		return EPROTO;
+	map = mmap(NULL, r->sq_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   ibctx->cmd_fd, r->sq_mmap_offset);
+	if (map == MAP_FAILED)
+		return errno;
+	qp->sq_ring = map;
+	qp->sq_ring_size = r->sq_mmap_size;
+	qp->sq_slots = r->sq_slots;
+	qp->sq_stride = r->sq_stride;
+	qp->sq_prod = __atomic_load_n(&qp->sq_ring->producer, __ATOMIC_RELAXED);
+	return 0;
+}
+
 struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 {
-	struct ib_uverbs_create_qp_resp resp = {};
-	struct ibv_create_qp cmd = {};
+	struct mr_create_qp_resp resp = {};
+	struct mr_create_qp_cmd cmd = {};
 	struct mr_qp *qp;
 	int ret;
 
@@ -626,18 +867,27 @@ struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 		return NULL;
 	}
 
-	qp = calloc(1, sizeof(*qp));
+	qp = mr_qp_alloc();
 	if (!qp)
 		return NULL;
 
-	ret = ibv_cmd_create_qp(ibpd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
-				&resp, sizeof(resp));
+	if (attr->qp_type == IBV_QPT_RC)
+		cmd.drv.comp_mask = METAROCE_QP_SQ_RING;
+	ret = ibv_cmd_create_qp(ibpd, &qp->vqp.qp, attr, &cmd.ibv, sizeof(cmd),
+				&resp.ibv, sizeof(resp));
 	if (ret) {
-		free(qp);
+		mr_qp_free(qp);
 		errno = ret;
 		return NULL;
 	}
 	mr_qp_set_caps(qp, &attr->cap);
+	ret = mr_qp_setup_ring(ibpd->context, qp, &resp.drv);
+	if (ret) {
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		mr_qp_free(qp);
+		errno = ret;
+		return NULL;
+	}
 	return &qp->vqp.qp;
 }
 
@@ -647,9 +897,9 @@ struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
 	const uint32_t supported = IBV_QP_INIT_ATTR_PD |
 				   IBV_QP_INIT_ATTR_CREATE_FLAGS |
 				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	struct ib_uverbs_create_qp_resp resp = {};
 	struct ibv_qp_init_attr_ex a = *attr;
-	struct ibv_create_qp cmd = {};
+	struct mr_create_qp_resp resp = {};
+	struct mr_create_qp_cmd cmd = {};
 	struct mr_qp *qp;
 	int ret;
 
@@ -671,29 +921,38 @@ struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
 		return NULL;
 	}
 
-	qp = calloc(1, sizeof(*qp));
+	qp = mr_qp_alloc();
 	if (!qp)
 		return NULL;
 
 	/* libibverbs must zero it: checks pabi.h's verbs_qp. */
 	qp->vqp.comp_mask = ~0U;
 	a.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
-	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, &a, &cmd, sizeof(cmd),
-				   &resp, sizeof(resp));
+	if (attr->qp_type == IBV_QPT_RC)
+		cmd.drv.comp_mask = METAROCE_QP_SQ_RING;
+	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, &a, &cmd.ibv, sizeof(cmd),
+				   &resp.ibv, sizeof(resp));
 	if (ret) {
-		free(qp);
+		mr_qp_free(qp);
 		errno = ret;
 		return NULL;
 	}
 	if (qp->vqp.comp_mask) {
 		mr_layout_warn(ibctx, "verbs_qp");
 		ibv_cmd_destroy_qp(&qp->vqp.qp);
-		free(qp);
+		mr_qp_free(qp);
 		errno = EPROTO;
 		return NULL;
 	}
 	attr->cap = a.cap;
 	mr_qp_set_caps(qp, &a.cap);
+	ret = mr_qp_setup_ring(ibctx, qp, &resp.drv);
+	if (ret) {
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		mr_qp_free(qp);
+		errno = ret;
+		return NULL;
+	}
 
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		qp->send_ops_flags = attr->send_ops_flags;
@@ -712,28 +971,54 @@ int mr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 				sizeof(cmd));
 }
 
+static void mr_qp_clean_cqs(struct ibv_qp *ibqp)
+{
+	mr_cq_clean(ibqp->send_cq, ibqp->qp_num);
+	if (ibqp->recv_cq != ibqp->send_cq)
+		mr_cq_clean(ibqp->recv_cq, ibqp->qp_num);
+}
+
 int mr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct ib_uverbs_ex_modify_qp_resp resp = {};
 	struct ibv_modify_qp_ex cmd_ex = {};
 	struct ibv_modify_qp cmd = {};
+	int ret;
 
 	/* Attributes from IBV_QP_RATE_LIMIT on need the extended command. */
 	if (attr_mask & ~(IBV_QP_RATE_LIMIT - 1))
-		return ibv_cmd_modify_qp_ex(ibqp, attr, attr_mask, &cmd_ex,
-					    sizeof(cmd_ex), &resp,
-					    sizeof(resp));
-	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+		ret = ibv_cmd_modify_qp_ex(ibqp, attr, attr_mask, &cmd_ex,
+					   sizeof(cmd_ex), &resp, sizeof(resp));
+	else
+		ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd,
+					sizeof(cmd));
+	if (!ret && (attr_mask & IBV_QP_STATE)) {
+		struct mr_qp *qp = to_mr_qp(ibqp);
+
+		pthread_spin_lock(&qp->sq_lock);
+		qp->state = attr->qp_state;
+		pthread_spin_unlock(&qp->sq_lock);
+		/* A reset QP's completions are not reported (as on destroy). */
+		if (attr->qp_state == IBV_QPS_RESET)
+			mr_qp_clean_cqs(ibqp);
+	}
+	return ret;
 }
 
 int mr_destroy_qp(struct ibv_qp *ibqp)
 {
+	struct ibv_cq *send_cq = ibqp->send_cq, *recv_cq = ibqp->recv_cq;
+	uint32_t qp_num = ibqp->qp_num;
 	int ret;
 
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
 
+	/* No completion can point to a destroyed QP. */
+	mr_cq_clean(send_cq, qp_num);
+	if (recv_cq != send_cq)
+		mr_cq_clean(recv_cq, qp_num);
 	mr_qp_free(to_mr_qp(ibqp));
 	return 0;
 }

@@ -3,7 +3,10 @@
  * cq_unit: cq.c's polling against a fake kernel, no device needed (prints
  * TAP): the kernel's IB_WC_* flags become IBV_WC_* ones, big polls are
  * split, and the extended poll API hands out every completion exactly once
- * and in order, also when mixed with ibv_poll_cq().
+ * and in order, also when mixed with ibv_poll_cq().  The same for a CQ
+ * with a shared ring, written here as the kernel does (index wrap-around
+ * included), without a single command; cleaning a QP's completions out of
+ * a ring; and the checks on the ring a response describes.
  */
 #include "cq.c"
 
@@ -286,12 +289,247 @@ static void test_ex(void)
 	mr_cq_free(cq);
 }
 
+/* --- CQs with a ring ------------------------------------------------------ */
+
+/* A ring of @slots entries in anonymous memory, indices starting at @start. */
+static struct mr_cq *make_ring_cq(bool ex, uint32_t slots, uint32_t start)
+{
+	struct mr_cq *cq = make_cq(ex);
+
+	cq->ring_size = METAROCE_CQ_RING_ENTRIES +
+			slots * sizeof(struct metaroce_cqe);
+	cq->ring = mmap(NULL, cq->ring_size, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (cq->ring == MAP_FAILED)
+		abort();
+	cq->slots = slots;
+	cq->consumer = start;
+	cq->ring->producer = start;
+	cq->ring->consumer = start;
+	return cq;
+}
+
+/* What the kernel does: room checked, entry, then the index (release). */
+static bool k_push(struct mr_cq *cq, uint64_t wr_id, uint32_t qp_num,
+		   uint32_t flags)
+{
+	uint32_t prod = cq->ring->producer;
+	struct metaroce_cqe *e;
+
+	if (prod - __atomic_load_n(&cq->ring->consumer, __ATOMIC_ACQUIRE) >=
+	    cq->slots)
+		return false;
+	e = mr_ring_entry(cq, prod);
+	*e = (struct metaroce_cqe){
+		.wr_id = wr_id,
+		.status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV_RDMA_WITH_IMM,
+		.byte_len = (uint32_t)wr_id * 10,
+		.imm = htobe32(0x2000 + (uint32_t)wr_id),
+		.qp_num = qp_num,
+		.src_qp = 43,
+		.flags = flags,
+		.pkey_index = 1,
+		.slid = 5,
+		.sl = 6,
+		.dlid_path_bits = 7,
+	};
+	__atomic_store_n(&cq->ring->producer, prod + 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+static void test_ring_poll(void)
+{
+	struct mr_cq *cq = make_ring_cq(false, 8, 0);
+	struct ibv_wc wc[16];
+	bool order = true, fields;
+	uint64_t id = 0, next = 0;
+	int i, n, rounds;
+
+	k_reset(0, 1000);	/* POLL_CQ would have plenty: it must not be used */
+	for (i = 0; i < 5; i++)
+		k_push(cq, id++, 42, METAROCE_CQE_WITH_IMM);
+	n = mr_poll_cq(&cq->vcq.cq, 16, wc);
+	fields = n == 5 && wc[1].wr_id == 1 && wc[1].status == IBV_WC_SUCCESS &&
+		 wc[1].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+		 wc[1].byte_len == 10 && wc[1].imm_data == htobe32(0x2001) &&
+		 wc[1].qp_num == 42 && wc[1].src_qp == 43 &&
+		 wc[1].wc_flags == IBV_WC_WITH_IMM && wc[1].pkey_index == 1 &&
+		 wc[1].slid == 5 && wc[1].sl == 6 && wc[1].dlid_path_bits == 7;
+	tap(fields && k.calls == 0,
+	    "ring: 5 completions, every field, no command (%d, %u commands)",
+	    n, k.calls);
+	tap(cq->ring->consumer == 5,
+	    "ring: the consumer index is published (%u)", cq->ring->consumer);
+	tap(mr_poll_cq(&cq->vcq.cq, 16, wc) == 0, "ring: then empty");
+
+	/* Full ring: the kernel stops; polling makes room. */
+	for (i = 0; i < 9; i++)
+		if (!k_push(cq, id, 42, 0))
+			break;
+		else
+			id++;
+	tap(i == 8, "ring of 8: the kernel finds room for 8 (%d)", i);
+	next = 5;
+	n = mr_poll_cq(&cq->vcq.cq, 3, wc);
+	for (i = 0; i < n; i++)
+		order &= wc[i].wr_id == next++;
+	tap(n == 3 && order && k_push(cq, id++, 42, 0),
+	    "ring: a poll of 3 takes 3 and frees a slot");
+	mr_cq_free(cq);
+
+	/* Indices that wrap around 2^32 while the ring turns many times. */
+	cq = make_ring_cq(false, 8, UINT32_MAX - 20);
+	id = next = 0;
+	for (rounds = 0; rounds < 20; rounds++) {
+		for (i = 0; i < 1 + rounds % 7; i++)
+			if (k_push(cq, id, 42, 0))
+				id++;
+		n = mr_poll_cq(&cq->vcq.cq, 3, wc);
+		for (i = 0; i < n; i++)
+			order &= wc[i].wr_id == next++;
+	}
+	while ((n = mr_poll_cq(&cq->vcq.cq, 16, wc)) > 0)
+		for (i = 0; i < n; i++)
+			order &= wc[i].wr_id == next++;
+	tap(order && next == id && id > 50 &&
+	    cq->consumer == cq->ring->producer && cq->consumer < 1000,
+	    "ring: indices wrap around 2^32, %llu completions in order",
+	    (unsigned long long)next);
+	mr_cq_free(cq);
+}
+
+static void test_ring_flags(void)
+{
+	static const struct {
+		uint32_t cqe;
+		unsigned int ibv;
+	} map[] = {
+		{ METAROCE_CQE_GRH, IBV_WC_GRH },
+		{ METAROCE_CQE_WITH_IMM, IBV_WC_WITH_IMM },
+		{ METAROCE_CQE_WITH_INV, IBV_WC_WITH_INV },
+		{ METAROCE_CQE_IP_CSUM_OK, IBV_WC_IP_CSUM_OK },
+		{ 1U << 31, 0 },
+	};
+	struct mr_cq *cq = make_ring_cq(false, 8, 0);
+	struct ibv_wc wc;
+	bool ok = true;
+	size_t i;
+
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		k_push(cq, i, 42, map[i].cqe);
+		ok &= mr_poll_cq(&cq->vcq.cq, 1, &wc) == 1 &&
+		      wc.wc_flags == map[i].ibv;
+	}
+	tap(ok, "ring: each METAROCE_CQE_* flag becomes its IBV_WC_* flag, unknown ones none");
+	mr_cq_free(cq);
+}
+
+static void test_ring_ex(void)
+{
+	struct mr_cq *cq = make_ring_cq(true, 8, UINT32_MAX - 3);
+	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
+	struct ibv_poll_cq_attr attr = {};
+	uint64_t id = 0, next = 0;
+	bool order = true;
+	int ret, i, round;
+
+	k_reset(0, 1000);
+	tap(ibv_start_poll(cqx, &attr) == ENOENT, "ring, extended: empty: ENOENT");
+	for (round = 0; round < 10; round++) {
+		for (i = 0; i < 8; i++)
+			order &= k_push(cq, id++, 42, METAROCE_CQE_WITH_IMM);
+		ret = ibv_start_poll(cqx, &attr);
+		while (!ret) {
+			order &= cqx->wr_id == next++ &&
+				 ibv_wc_read_imm_data(cqx) ==
+					 htobe32(0x2000 + (uint32_t)cqx->wr_id);
+			ret = ibv_next_poll(cqx);
+		}
+		ibv_end_poll(cqx);
+		order &= ret == ENOENT;
+	}
+	tap(order && next == 80 && k.calls == 0,
+	    "ring, extended: 10 fills of the ring, 80 in order, no command");
+	mr_cq_free(cq);
+}
+
+static void test_ring_clean(void)
+{
+	struct mr_cq *cq = make_ring_cq(true, 64, UINT32_MAX - 5);
+	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
+	struct ibv_poll_cq_attr attr = {};
+	struct ibv_wc wc[32];
+	bool ok = true;
+	int i, n;
+
+	/*
+	 * 40 completions, of QPs 7 (even wr_id) and 9 (odd) alternating:
+	 * start_poll takes a batch of 16 and end_poll consumes the first.
+	 */
+	for (i = 0; i < 40; i++)
+		k_push(cq, i, i % 2 ? 9 : 7, 0);
+	ibv_start_poll(cqx, &attr);
+	ibv_end_poll(cqx);
+	mr_cq_clean(&cq->vcq.cq, 7);
+	tap(cq->count == 8 && cq->ring->consumer == cq->consumer &&
+	    cq->ring->producer - cq->consumer == 12,
+	    "clean: 8 left in the batch, 12 in the ring, the freed slots given back (%u, %u)",
+	    cq->count, cq->ring->producer - cq->consumer);
+	ok &= k_push(cq, 41, 9, 0) && k_push(cq, 43, 9, 0);
+	n = mr_poll_cq(&cq->vcq.cq, 32, wc);
+	for (i = 0; i < n; i++)
+		ok &= wc[i].qp_num == 9 && wc[i].wr_id == (uint64_t)(2 * i + 1);
+	tap(ok && n == 22,
+	    "clean: only the other QP's completions remain, in order, new ones after (%d)",
+	    n);
+	mr_cq_clean(&cq->vcq.cq, 9);
+	tap(mr_poll_cq(&cq->vcq.cq, 16, wc) == 0 && cq->consumer ==
+	    cq->ring->producer, "clean of an empty CQ");
+	mr_cq_free(cq);
+}
+
+static void test_ring_map(void)
+{
+	struct metaroce_create_cq_resp r = {
+		.comp_mask = METAROCE_CQ_RING,
+		.slots = 8,
+		.mmap_size = METAROCE_CQ_RING_ENTRIES + 8 * sizeof(struct metaroce_cqe),
+	};
+	struct ibv_context ctx = { .cmd_fd = -1 };
+	struct metaroce_create_cq_resp bad;
+
+	r.comp_mask = 0;
+	tap(mr_ring_map(&ctx, &r) == NULL, "map: no ring offered: none used");
+	r.comp_mask = METAROCE_CQ_RING;
+	bad = r;
+	bad.slots = 0;
+	errno = 0;
+	tap(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
+	    "map: 0 slots: EPROTO");
+	bad.slots = 12;
+	tap(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
+	    "map: 12 slots (not a power of two): EPROTO");
+	bad = r;
+	bad.mmap_size -= 1;
+	tap(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
+	    "map: a mapping too small for its slots: EPROTO");
+	errno = 0;
+	tap(mr_ring_map(&ctx, &r) == MAP_FAILED && errno == EBADF,
+	    "map: a good response is mapped from the command file");
+}
+
 int main(void)
 {
-	printf("1..24\n");
+	printf("1..41\n");
 	test_flags();
 	test_poll();
 	test_ex();
+	test_ring_poll();
+	test_ring_flags();
+	test_ring_ex();
+	test_ring_clean();
+	test_ring_map();
 	if (test_failed)
 		printf("# %u of %u tests failed\n", test_failed, test_num);
 	return test_failed ? 1 : 0;

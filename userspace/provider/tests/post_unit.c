@@ -3,6 +3,9 @@
  * post_unit: qp.c's posting and ibv_wr_* code against a fake kernel, no
  * device needed (prints TAP).  ibv_cmd_post_send/recv are replaced by
  * recorders that can refuse the n-th work request, as the kernel does.
+ * Posting to a send ring: what each slot holds, the doorbell only when the
+ * kernel asks, a full ring, the checks, indices that wrap around, and the
+ * checks on the ring a create response describes.
  */
 #include "qp.c"
 
@@ -164,7 +167,7 @@ static uint8_t mem[1 << 16];
 
 static struct mr_qp *make_qp(enum ibv_qp_type type, uint64_t send_ops)
 {
-	struct mr_qp *qp = calloc(1, sizeof(*qp));
+	struct mr_qp *qp = mr_qp_alloc();
 
 	if (!qp)
 		abort();
@@ -536,12 +539,213 @@ static void test_wr_api(void)
 	mr_qp_free(qp);
 }
 
+/* --- the send ring -------------------------------------------------------- */
+
+#define RING_SLOTS 64
+#define RING_STRIDE 128
+
+static struct mr_qp *make_ring_qp(uint32_t start)
+{
+	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
+
+	qp->sq_slots = RING_SLOTS;
+	qp->sq_stride = RING_STRIDE;
+	qp->sq_ring_size = METAROCE_SQ_RING_ENTRIES + RING_SLOTS * RING_STRIDE;
+	qp->sq_ring = mmap(NULL, qp->sq_ring_size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (qp->sq_ring == MAP_FAILED)
+		abort();
+	qp->sq_ring->producer = start;
+	qp->sq_ring->retired = start;
+	qp->sq_prod = start;
+	qp->state = IBV_QPS_RTS;
+	return qp;
+}
+
+static const struct metaroce_swqe *slot_of(const struct mr_qp *qp,
+					   uint32_t idx)
+{
+	return (const void *)((const uint8_t *)qp->sq_ring +
+			      METAROCE_SQ_RING_ENTRIES +
+			      (idx & (RING_SLOTS - 1)) * RING_STRIDE);
+}
+
+static void test_ring_post(void)
+{
+	struct mr_qp *qp = make_ring_qp(0);
+	struct ibv_send_wr wr[100], *bad = NULL;
+	const struct metaroce_swqe *w;
+	const struct metaroce_sge *sge;
+	bool ok = true;
+	int ret, i;
+
+	k_reset();
+	make_sends(wr, 5);
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	for (i = 0; i < 5; i++) {
+		w = slot_of(qp, i);
+		sge = (const void *)(w + 1);
+		ok &= w->wr_id == (uint64_t)i && w->opcode == IBV_WR_SEND &&
+		      w->num_sge == 1 && sge->addr == (uintptr_t)&mem[i] &&
+		      sge->length == 1 && sge->lkey == 7;
+	}
+	tap(!ret && ok && qp->sq_ring->producer == 5 && k.calls == 0,
+	    "ring: 5 sends in their slots, producer 5, no command (%u)",
+	    k.calls);
+
+	qp->sq_ring->flags = METAROCE_SQ_NEED_WAKEUP;
+	make_sends(wr, 3);
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(!ret && k.calls == 1 && k.per_call[0] == 0 &&
+	    qp->sq_ring->producer == 8,
+	    "ring: the kernel asks for a wakeup: one doorbell, with no work request");
+	qp->sq_ring->flags = 0;
+
+	/* Full: max_send_wr (64) outstanding. */
+	make_sends(wr, 60);
+	bad = NULL;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == ENOMEM && bad == &wr[56] && qp->sq_ring->producer == 64,
+	    "ring: 64 outstanding, the 57th of 60 gets ENOMEM (%d, bad %ld)",
+	    ret, bad ? (long)(bad - wr) : -1L);
+	qp->sq_ring->retired = 10;
+	make_sends(wr, 10);
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(!ret && qp->sq_ring->producer == 74 && slot_of(qp, 73)->wr_id == 9,
+	    "ring: 10 retired, 10 more fit");
+
+	/* Checks: the WRs before a bad one are published. */
+	qp->sq_ring->retired = 74;
+	make_sends(wr, 3);
+	wr[1].num_sge = 3;
+	bad = NULL;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == &wr[1] && qp->sq_ring->producer == 75,
+	    "ring: 3 SGEs over max_send_sge 2: EINVAL, the one before posted");
+	make_sends(wr, 1);
+	wr[0].opcode = IBV_WR_LOCAL_INV;
+	tap(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL && bad == wr,
+	    "ring: LOCAL_INV (not taken from userspace): EINVAL");
+	wr[0].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr[0].wr.atomic.remote_addr = 0x1000;
+	tap(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
+	    "ring: an atomic of 1 byte: EINVAL");
+	sges[0].length = 8;
+	wr[0].wr.atomic.remote_addr = 0x1004;
+	tap(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
+	    "ring: an atomic at a misaligned address: EINVAL");
+	wr[0].wr.atomic.remote_addr = 0x1008;
+	wr[0].wr.atomic.rkey = 0x55;
+	wr[0].wr.atomic.compare_add = 3;
+	wr[0].wr.atomic.swap = 4;
+	wr[0].opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	w = slot_of(qp, 75);
+	tap(!ret && w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP &&
+	    w->remote_addr == 0x1008 && w->rkey == 0x55 &&
+	    w->compare_add == 3 && w->swap == 4,
+	    "ring: compare and swap: every field");
+
+	/* RDMA WRITE with immediate, inline. */
+	memcpy(mem, "0123456789abcdef", 16);
+	make_sends(wr, 1);
+	sges[0].length = 16;
+	wr[0].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr[0].send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED |
+			   IBV_SEND_IP_CSUM;
+	wr[0].imm_data = htobe32(0xabcd);
+	wr[0].wr.rdma.remote_addr = 0x7000;
+	wr[0].wr.rdma.rkey = 0x99;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	w = slot_of(qp, 76);
+	tap(!ret && w->inline_len == 16 && w->num_sge == 0 &&
+	    !memcmp(w + 1, "0123456789abcdef", 16) &&
+	    w->imm == htobe32(0xabcd) && w->remote_addr == 0x7000 &&
+	    w->rkey == 0x99 &&
+	    w->send_flags == (IBV_SEND_INLINE | IBV_SEND_SIGNALED),
+	    "ring: inline RDMA WRITE with immediate: data and fields, no IP_CSUM");
+	sges[0].length = 65;
+	tap(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
+	    "ring: 65 inline bytes over max_inline 64: EINVAL");
+
+	make_sends(wr, 1);
+	wr[0].opcode = IBV_WR_SEND_WITH_INV;
+	wr[0].invalidate_rkey = 0x1234;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(!ret && slot_of(qp, 77)->imm == 0x1234,
+	    "ring: SEND with invalidate carries the rkey");
+
+	/* States. */
+	qp->state = IBV_QPS_INIT;
+	make_sends(wr, 1);
+	bad = NULL;
+	tap(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL && bad == wr &&
+	    qp->sq_ring->producer == 78,
+	    "ring: posting in INIT: EINVAL, nothing written");
+	qp->state = IBV_QPS_ERR;
+	tap(!mr_post_send(&qp->vqp.qp, wr, &bad) &&
+	    qp->sq_ring->producer == 79,
+	    "ring: posting in ERR is accepted (the kernel flushes it)");
+	mr_qp_free(qp);
+
+	/* Indices that wrap around 2^32. */
+	qp = make_ring_qp(UINT32_MAX - 20);
+	k_reset();
+	for (i = 0; i < 10 && ok; i++) {
+		make_sends(wr, 50);
+		ok &= !mr_post_send(&qp->vqp.qp, wr, &bad);
+		qp->sq_ring->retired = qp->sq_ring->producer;
+	}
+	tap(ok && qp->sq_ring->producer == (uint32_t)(UINT32_MAX - 20 + 500) &&
+	    slot_of(qp, qp->sq_ring->producer - 1)->wr_id == 49 && !k.calls,
+	    "ring: 500 work requests across 2^32, in their slots");
+	mr_qp_free(qp);
+}
+
+static void test_ring_setup(void)
+{
+	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
+	struct metaroce_create_qp_resp r = {
+		.comp_mask = METAROCE_QP_SQ_RING,
+		.sq_slots = 64,
+		.sq_stride = 128,
+		.sq_mmap_size = METAROCE_SQ_RING_ENTRIES + 64 * 128,
+	}, bad;
+	struct ibv_context c = { .cmd_fd = -1 };
+
+	r.comp_mask = 0;
+	tap(!mr_qp_setup_ring(&c, qp, &r) && !qp->sq_ring,
+	    "setup: no ring offered: posting takes commands");
+	r.comp_mask = METAROCE_QP_SQ_RING;
+	bad = r;
+	bad.sq_slots = 32;
+	tap(mr_qp_setup_ring(&c, qp, &bad) == EPROTO,
+	    "setup: fewer slots than max_send_wr: EPROTO");
+	bad = r;
+	bad.sq_slots = 96;
+	tap(mr_qp_setup_ring(&c, qp, &bad) == EPROTO,
+	    "setup: slots not a power of two: EPROTO");
+	bad = r;
+	bad.sq_stride = 64 + 32;
+	tap(mr_qp_setup_ring(&c, qp, &bad) == EPROTO,
+	    "setup: a slot too small for 64 inline bytes: EPROTO");
+	bad = r;
+	bad.sq_mmap_size -= 8;
+	tap(mr_qp_setup_ring(&c, qp, &bad) == EPROTO,
+	    "setup: a mapping too small for its slots: EPROTO");
+	tap(mr_qp_setup_ring(&c, qp, &r) == EBADF && !qp->sq_ring,
+	    "setup: a good response is mapped from the command file");
+	mr_qp_free(qp);
+}
+
 int main(void)
 {
-	printf("1..33\n");
+	printf("1..54\n");
 	test_post_send();
 	test_post_recv();
 	test_wr_api();
+	test_ring_post();
+	test_ring_setup();
 	if (test_failed)
 		printf("# %u of %u tests failed\n", test_failed, test_num);
 	return test_failed ? 1 : 0;

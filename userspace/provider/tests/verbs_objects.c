@@ -766,6 +766,92 @@ static void test_qp_srq(struct env *e, struct ibv_cq *cq, struct ibv_mr *mr)
 	expect_ret(ibv_destroy_srq(srq), 0, "ibv_destroy_srq");
 }
 
+/* @n receives of one 64-byte SGE, wr_id @first on. */
+static int post_recvs(struct ibv_qp *qp, struct ibv_mr *mr, uint64_t first,
+		      int n)
+{
+	struct ibv_sge sge = { (uintptr_t)mr->addr, 64, mr->lkey };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	int i, ret = 0;
+
+	for (i = 0; i < n && !ret; i++) {
+		wr.wr_id = first + i;
+		ret = ibv_post_recv(qp, &wr, &bad);
+	}
+	return ret;
+}
+
+/* @n flushed receives, wr_id @first on, next in @wc[0..n). */
+static bool flushed_in_order(const struct ibv_wc *wc, int got, int n,
+			     uint64_t first, uint32_t qp_num)
+{
+	int i;
+
+	if (got != n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (wc[i].wr_id != first + i || wc[i].qp_num != qp_num ||
+		    wc[i].status != IBV_WC_WR_FLUSH_ERR)
+			return false;
+	return true;
+}
+
+/*
+ * Completions that wait in a CQ's ring (user CQs have one): flushed
+ * receives of two QPs, queued while nobody polls, survive a resize in
+ * order, block a resize below their number, and go away with their QP
+ * when it is destroyed or reset (the provider cleans the ring).
+ */
+static void test_cq_ring(struct env *e, struct ibv_mr *mr)
+{
+	struct ibv_qp_cap cap = { 4, 16, 1, 1, 0 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp *qa, *qb;
+	struct ibv_wc wc[32];
+	struct ibv_cq *cq;
+	int n;
+
+	cq = ibv_create_cq(e->ctx, 32, NULL, NULL, 0);
+	qa = cq ? make_qp(e, IBV_QPT_RC, cq, NULL, &cap) : NULL;
+	qb = qa ? make_qp(e, IBV_QPT_RC, cq, NULL, &cap) : NULL;
+	if (!qb || to_init(qa) || to_init(qb) ||
+	    post_recvs(qa, mr, 100, 10) || post_recvs(qb, mr, 200, 10) ||
+	    ibv_modify_qp(qa, &a, IBV_QP_STATE) ||
+	    ibv_modify_qp(qb, &a, IBV_QP_STATE)) {
+		tap(false, "ring: two QPs with 10 receives each, flushed (%s)",
+		    errname(errno));
+		return;
+	}
+
+	expect_ret(ibv_resize_cq(cq, 64), 0,
+		   "ring: resize to 64 with up to 20 completions waiting");
+	/* All 20 must be in by now: a smaller resize must fail. */
+	n = poll_n(cq, wc, 1, 5);
+	tap(n == 1 && wc[0].wr_id == 100,
+	    "ring: the first completion after the resize is the first flushed");
+	expect_ret(ibv_resize_cq(cq, 8), EINVAL,
+		   "ring: resize to 8 with 19 completions waiting");
+
+	expect_ret(ibv_destroy_qp(qa), 0, "ring: destroy the first QP");
+	n = poll_n(cq, wc, 3, 5);
+	tap(flushed_in_order(wc, n, 3, 200, qb->qp_num),
+	    "ring: its 9 others are gone, the other QP's come in order (%d)",
+	    n);
+	a.qp_state = IBV_QPS_RESET;
+	expect_ret(ibv_modify_qp(qb, &a, IBV_QP_STATE), 0,
+		   "ring: reset the other QP");
+	tap(ibv_poll_cq(cq, 32, wc) == 0,
+	    "ring: its 7 completions not polled are gone");
+	expect_ret(to_init(qb), 0, "ring: the reset QP back to INIT");
+	a.qp_state = IBV_QPS_ERR;
+	n = post_recvs(qb, mr, 300, 2) ||
+	    ibv_modify_qp(qb, &a, IBV_QP_STATE) ? -1 : poll_n(cq, wc, 2, 5);
+	tap(flushed_in_order(wc, n, 2, 300, qb->qp_num),
+	    "ring: its new receives complete (flushed), in order (%d)", n);
+	expect_ret(ibv_destroy_qp(qb), 0, "ring: destroy the other QP");
+	expect_ret(ibv_destroy_cq(cq), 0, "ring: destroy the CQ");
+}
+
 static void test_unsupported(struct env *e, struct ibv_cq *cq)
 {
 	struct ibv_qp_cap cap = { 4, 4, 1, 1, 0 };
@@ -844,6 +930,10 @@ int main(int argc, char **argv)
 	test_qp_create(&e, cq);
 	test_qp_states(&e, cq, mr ? mr : &fake_mr);
 	test_qp_srq(&e, cq, mr ? mr : &fake_mr);
+	if (mr)
+		test_cq_ring(&e, mr);
+	else
+		tap(false, "ring: no MR to post receives with");
 	test_unsupported(&e, cq);
 
 	expect_ret(ibv_destroy_cq(cq), 0, "ibv_destroy_cq once its QPs are gone");

@@ -16,6 +16,16 @@
 #   rc_pingpong, rc_pingpong_events, rc_pingpong_new_send, ud_pingpong,
 #   srq_pingpong   ibverbs-utils' examples, server in mrva, client in mrvb,
 #                  with received-buffer validation (-c)
+#   poll_syscalls  ibv_rc_pingpong's client under strace: polling its CQ
+#                  takes no system call (the CQ ring), so an iteration
+#                  costs one uverbs command, its post
+#   stream_syscalls  ib_write_bw's client under strace: while it streams,
+#                  posting takes no system call either (the send ring),
+#                  under 0.05 per work request
+#   ring_fuzz      a process scribbles on its own send and CQ rings while
+#                  its QPs carry traffic (tests/ring_fuzz.c) and another
+#                  process's ibv_rc_pingpong runs with data validation:
+#                  both must pass and the kernel stay quiet
 #
 # Needs root, metaroce.ko and the provider built in build/userspace/provider
 # (the VM's /etc/libibverbs.d points libibverbs at it). MR_VERBS_TIMEOUT sets
@@ -33,13 +43,15 @@ top=$(cd "$here/../../.." && pwd)
 build=${MR_PROVIDER_BUILD:-$top/build/userspace/provider}
 objects_test=$build/tests/verbs_objects
 pair_test=$build/tests/verbs_pair
+fuzz_test=$build/tests/ring_fuzz
 # Seconds any one program may take (TCG is slow).
 prog_timeout=${MR_VERBS_TIMEOUT:-180}
 # A command every program runs under, e.g. "valgrind --leak-check=full".
 read -ra wrapper <<<"${MR_VERBS_WRAPPER:-}"
 
 mr_require_module
-for f in "$build/libmetaroce-rdmav34.so" "$objects_test" "$pair_test"; do
+for f in "$build/libmetaroce-rdmav34.so" "$objects_test" "$pair_test" \
+	"$fuzz_test"; do
 	[[ -e $f ]] || mr_skip_all "$f is missing: run make -C userspace first"
 done
 [[ $# -eq 0 ]] || MR_TEST_ONLY="$*"
@@ -142,6 +154,124 @@ rc_pingpong_new_send() { pingpong rc -n 100 -N; }
 ud_pingpong() { pingpong ud -n 200 -s 512; }
 srq_pingpong() { pingpong srq -n 20 -q 4; }
 
+# pingpong_calls N: the ioctl() and write() calls of ibv_rc_pingpong's
+# client for N iterations (ibv_rc_pingpong and ibv_rc_pingpong -n N on two
+# hosts, counted with strace), in $calls.
+pingpong_calls() {
+	local ga gb trace
+	ga=$(gid_index mrva_dev 10.77.0.1)
+	gb=$(gid_index mrvb_dev 10.77.0.2)
+	trace=$(mktemp)
+	mr_defer rm -f "$trace"
+	server_client 18602 ibv_rc_pingpong -d mrva_dev -g "$ga" -p 18602 \
+		-r 500 -n "$1" -- \
+		strace -f -qq --seccomp-bpf -c -e trace=ioctl,write -o "$trace" \
+		ibv_rc_pingpong -d mrvb_dev -g "$gb" -p 18602 -r 500 -n "$1" \
+		10.77.0.1
+	cat "$trace"
+	calls=$(awk '$NF == "total" { print $4 }' "$trace")
+	[[ $calls =~ ^[0-9]+$ ]] || mr_fail "no system call count from strace"
+}
+
+# Every uverbs command is an ioctl() (or a write()) on the command file:
+# creating an object, a post, or, without a ring, a poll. ibv_rc_pingpong
+# posts its 500 receives (-r) up front and reposts only when they run low,
+# so an iteration of a run of fewer posts one send and takes two
+# completions: with POLL_CQ that is at least one more command (and more
+# when a poll comes back empty), with the ring none. Setting up costs the
+# same in two runs of different lengths, so the difference counts the
+# iterations' commands.
+poll_syscalls() {
+	local short=100 long=400 c1 per
+	two_hosts
+	pingpong_calls "$short"
+	c1=$calls
+	pingpong_calls "$long"
+	per=$(awk -v a="$c1" -v b="$calls" -v n=$((long - short)) \
+		'BEGIN { printf "%.2f", (b - a) / n }')
+	mr_log "ioctl() and write() calls of the client: $c1 for $short" \
+		"iterations, $calls for $long: $per per iteration"
+	awk -v p="$per" 'BEGIN { exit !(p < 1.5) }' ||
+		mr_fail "more system calls than the posts need: polling is not on the ring"
+}
+
+# stream_calls N: ib_write_bw, 64-byte RDMA WRITEs, N of them, between the
+# hosts; the client's ioctl() and write() calls in $calls. perftest gives up
+# now and then when it cannot calibrate its clock on the emulated CPU: such
+# a run is tried again, three times in all.
+stream_calls() {
+	local ga gb trace out try pid
+	ga=$(gid_index mrva_dev 10.77.0.1)
+	gb=$(gid_index mrvb_dev 10.77.0.2)
+	trace=$(mktemp)
+	out=$(mktemp)
+	mr_defer rm -f "$trace" "$out"
+	for ((try = 1; try <= 3; try++)); do
+		in_ns mrva ib_write_bw -d mrva_dev -x "$ga" -p 18603 -s 64 \
+			-n "$1" >"$out" 2>&1 &
+		pid=$!
+		wait_for 60 tcp_listening mrva 18603 ||
+			mr_fail "ib_write_bw does not listen"
+		if in_ns mrvb strace -f -qq --seccomp-bpf -c \
+			-e trace=ioctl,write -o "$trace" ib_write_bw \
+			-d mrvb_dev -x "$gb" -p 18603 -s 64 -n "$1" 10.77.0.1 \
+			>>"$out" 2>&1 && wait "$pid"; then
+			calls=$(awk '$NF == "total" { print $4 }' "$trace")
+			[[ $calls =~ ^[0-9]+$ ]] ||
+				mr_fail "no system call count from strace"
+			return 0
+		fi
+		wait "$pid" || true
+		grep -q 'Correlation coefficient' "$out" || break
+		echo "# perftest could not calibrate its clock: again"
+	done
+	cat "$out"
+	mr_fail "ib_write_bw -n $1 failed"
+}
+
+# The difference between two runs counts the commands of the work
+# requests alone (setting up costs the same).
+stream_syscalls() {
+	local short=2000 long=20000 c1 per
+	two_hosts
+	stream_calls "$short"
+	c1=$calls
+	stream_calls "$long"
+	per=$(awk -v a="$c1" -v b="$calls" -v n=$((long - short)) \
+		'BEGIN { printf "%.4f", (b - a) / n }')
+	mr_log "ioctl() and write() calls of the client: $c1 for $short" \
+		"work requests, $calls for $long: $per per work request"
+	awk -v p="$per" 'BEGIN { exit !(p < 0.05) }' ||
+		mr_fail "posting or polling takes system calls while streaming"
+}
+
+# The pingpong is the bystander: another process, with its own QPs on the
+# same devices, whose every received buffer is checked (-c).
+ring_fuzz() {
+	local ga gb out pid rc=0
+	two_hosts
+	ga=$(gid_index mrva_dev 10.77.0.1)
+	gb=$(gid_index mrvb_dev 10.77.0.2)
+	out=$(mktemp)
+	mr_defer rm -f "$out"
+	in_ns mrva ibv_rc_pingpong -d mrva_dev -g "$ga" -p 18604 -c -n 3000 \
+		>"$out" 2>&1 &
+	pid=$!
+	mr_defer kill "$pid"
+	wait_for 60 tcp_listening mrva 18604 ||
+		mr_fail "the bystander does not listen"
+	in_ns mrvb ibv_rc_pingpong -d mrvb_dev -g "$gb" -p 18604 -c -n 3000 \
+		10.77.0.1 >>"$out" 2>&1 &
+	local cpid=$!
+	mr_defer kill "$cpid"
+	in_ns mrva "$fuzz_test" mrva_dev mrvb_dev 20 "${MR_FUZZ_SEED:-$RANDOM}" ||
+		rc=$?
+	wait "$cpid" || { cat "$out"; mr_fail "the bystander's client failed"; }
+	wait "$pid" || { cat "$out"; mr_fail "the bystander's server failed"; }
+	sed -n 's/^/# bystander: /p' "$out" | grep iters
+	((rc == 0)) || mr_fail "ring_fuzz failed ($rc)"
+}
+
 mr_run objects objects
 mr_run pair pair
 mr_run rc_pingpong rc_pingpong
@@ -149,4 +279,7 @@ mr_run rc_pingpong_events rc_pingpong_events
 mr_run rc_pingpong_new_send rc_pingpong_new_send
 mr_run ud_pingpong ud_pingpong
 mr_run srq_pingpong srq_pingpong
+mr_run poll_syscalls poll_syscalls
+mr_run stream_syscalls stream_syscalls
+mr_run ring_fuzz ring_fuzz
 mr_done

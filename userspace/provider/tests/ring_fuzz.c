@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * ring_fuzz: a process that scribbles on its own shared rings while its
+ * QPs carry traffic (prints TAP):
+ *
+ *   ring_fuzz DEVICE_A DEVICE_B SECONDS [SEED]
+ *
+ * One RC QP pair between the two devices (both visible to this process)
+ * streams RDMA WRITEs from A to B; meanwhile, on A's side, the process
+ * writes random work requests and random indices into the QP's send ring,
+ * random consumer indices into its CQ's ring, and rings the doorbell, as a
+ * buggy or malicious program could. Every 200 rounds the pair is reset and
+ * connected again, so that the scribbles meet a QP in RTS as well as one
+ * the first bad work request put in the error state. The kernel must take it all without a
+ * warning, a hang or a write outside this process's registered memory:
+ * the harness runs a real transfer of another process alongside and checks
+ * it byte for byte, and the VM runner fails on any kernel warning.
+ *
+ * What this program asserts: every verb it calls afterwards still answers
+ * (the QPs can be moved to ERR and destroyed, the CQs destroyed, the
+ * device closed), B's buffer outside the region A may write is untouched,
+ * and a second QP pair of this process, whose rings are left alone,
+ * carries data correctly after the scribbling.
+ */
+#include <stdint.h>
+#include <unistd.h>
+
+#include "libmetaroce.h"
+#include "verbs_common.h"
+
+#define BUF_SIZE (1 << 20)
+#define WIN_OFF (256 << 10)	/* A may write B's buffer here ... */
+#define WIN_LEN (256 << 10)	/* ... and only here */
+#define MSG 4096
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	union ibv_gid gid;
+	int gid_index;
+	enum ibv_mtu mtu;
+};
+
+struct pair {
+	struct ibv_cq *cqa, *cqb;
+	struct ibv_qp *qa, *qb;
+};
+
+static uint64_t rng;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void open_side(struct side *s, struct ibv_device **list,
+		      const char *name)
+{
+	struct ibv_device *dev = find_device(list, name);
+	struct ibv_port_attr port;
+
+	if (!dev)
+		bail_out("no device %s", name);
+	s->ctx = ibv_open_device(dev);
+	if (!s->ctx || ibv_query_port(s->ctx, 1, &port))
+		bail_out("cannot open %s", name);
+	s->mtu = port.active_mtu;
+	s->gid_index = find_roce_v2_gid(s->ctx, &s->gid);
+	if (s->gid_index < 0)
+		bail_out("%s has no RoCE v2 GID", name);
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->buf = aligned_alloc(4096, BUF_SIZE);
+	if (!s->pd || !s->buf)
+		bail_out("no PD or memory");
+	memset(s->buf, 0x5a, BUF_SIZE);
+	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE);
+	if (!s->mr)
+		bail_out("ibv_reg_mr: %s", errname(errno));
+}
+
+static int connect_qp(struct ibv_qp *qp, const struct side *local,
+		      const struct side *remote, uint32_t dest_qpn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = local->mtu,
+		.dest_qp_num = dest_qpn,
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = 12,
+		.ah_attr = {
+			.is_global = 1,
+			.port_num = 1,
+			.grh = {
+				.dgid = remote->gid,
+				.sgid_index = (uint8_t)local->gid_index,
+				.hop_limit = 64,
+			},
+		},
+	};
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTS,
+		.timeout = 10,
+		.retry_cnt = 3,
+		.rnr_retry = 3,
+		.max_rd_atomic = 1,
+	};
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static void make_pair(struct pair *p, struct side *a, struct side *b)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { 64, 16, 4, 1, 64 },
+	};
+
+	p->cqa = ibv_create_cq(a->ctx, 256, NULL, NULL, 0);
+	p->cqb = ibv_create_cq(b->ctx, 256, NULL, NULL, 0);
+	if (!p->cqa || !p->cqb)
+		bail_out("ibv_create_cq: %s", errname(errno));
+	ia.send_cq = ia.recv_cq = p->cqa;
+	p->qa = ibv_create_qp(a->pd, &ia);
+	ia.send_cq = ia.recv_cq = p->cqb;
+	p->qb = ibv_create_qp(b->pd, &ia);
+	if (!p->qa || !p->qb)
+		bail_out("ibv_create_qp: %s", errname(errno));
+	if (connect_qp(p->qa, a, b, p->qb->qp_num) ||
+	    connect_qp(p->qb, b, a, p->qa->qp_num))
+		bail_out("cannot connect the QPs: %s", errname(errno));
+}
+
+static int post_write(struct pair *p, struct side *a, struct side *b,
+		      size_t src, size_t dst, uint64_t wr_id)
+{
+	struct ibv_sge sge = { (uintptr_t)a->buf + src, MSG, a->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {
+			.remote_addr = (uintptr_t)b->buf + dst,
+			.rkey = b->mr->rkey,
+		},
+	}, *bad;
+
+	return ibv_post_send(p->qa, &wr, &bad);
+}
+
+/*
+ * One scribble on QP @q's send ring or CQ @cq's ring: random slots, random
+ * indices, the doorbell. Only addresses inside B's window are written with
+ * B's rkey; everything else is random, so the kernel refuses it.
+ */
+static void scribble(struct mr_qp *q, struct mr_cq *cq, const struct side *b,
+		     unsigned int *doorbells)
+{
+	struct ibv_send_wr *bad = NULL;
+	uint32_t idx, i;
+	uint8_t *slot;
+
+	switch (rnd() % 6) {
+	case 0:	/* random bytes in a few slots, then publish them */
+	case 1:
+		for (i = 0; i < 1 + rnd() % 8; i++) {
+			idx = q->sq_prod + i;
+			slot = (uint8_t *)q->sq_ring + METAROCE_SQ_RING_ENTRIES +
+			       (size_t)(idx & (q->sq_slots - 1)) * q->sq_stride;
+			for (size_t o = 0; o < q->sq_stride; o += 8)
+				*(uint64_t *)(slot + o) = rnd();
+			/* Often a plausible opcode, flags, counts. */
+			if (rnd() % 2) {
+				struct metaroce_swqe *w = (void *)slot;
+
+				w->opcode = rnd() % 12;
+				w->send_flags = rnd() % 16;
+				w->num_sge = rnd() % 6;
+				w->inline_len = rnd() % 128;
+				if (rnd() % 2) {
+					w->rkey = b->mr->rkey;
+					w->remote_addr = (uintptr_t)b->buf +
+							 WIN_OFF +
+							 rnd() % (WIN_LEN / 2);
+				}
+			}
+		}
+		q->sq_prod += i;
+		__atomic_store_n(&q->sq_ring->producer, q->sq_prod,
+				 __ATOMIC_RELEASE);
+		break;
+	case 2:	/* an index that cannot be, then back */
+		__atomic_store_n(&q->sq_ring->producer, (uint32_t)rnd(),
+				 __ATOMIC_RELEASE);
+		ibv_cmd_post_send(&q->vqp.qp, NULL, &bad);
+		(*doorbells)++;
+		__atomic_store_n(&q->sq_ring->producer, q->sq_prod,
+				 __ATOMIC_RELEASE);
+		break;
+	case 3:	/* the kernel's own words, overwritten */
+		q->sq_ring->retired = (uint32_t)rnd();
+		q->sq_ring->flags = (uint32_t)rnd();
+		break;
+	case 4:	/* the CQ's consumer index, anywhere, for a while */
+		__atomic_store_n(&cq->ring->consumer, (uint32_t)rnd(),
+				 __ATOMIC_RELEASE);
+		ibv_cmd_post_send(&q->vqp.qp, NULL, &bad);
+		(*doorbells)++;
+		usleep(rnd() % 200);
+		__atomic_store_n(&cq->ring->consumer, cq->consumer,
+				 __ATOMIC_RELEASE);
+		break;
+	default:
+		break;
+	}
+	if (rnd() % 2) {
+		ibv_cmd_post_send(&q->vqp.qp, NULL, &bad);
+		(*doorbells)++;
+	}
+}
+
+static bool pair_works(struct pair *p, struct side *a, struct side *b)
+{
+	struct ibv_wc wc[4];
+	int n, i;
+
+	for (i = 0; i < MSG; i++)
+		a->buf[i] = (uint8_t)(i * 7 + 3);
+	if (post_write(p, a, b, 0, WIN_OFF + WIN_LEN - MSG, 42))
+		return false;
+	n = poll_n(p->cqa, wc, 1, 10);
+	if (n != 1 || wc[0].status != IBV_WC_SUCCESS || wc[0].wr_id != 42)
+		return false;
+	return !memcmp(a->buf, b->buf + WIN_OFF + WIN_LEN - MSG, MSG);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int doorbells = 0, writes = 0, errors = 0, posted = 0;
+	unsigned int good = 0;
+	unsigned int rounds = 0, resets = 0;
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct ibv_qp_attr err_attr = { .qp_state = IBV_QPS_ERR };
+	struct ibv_device **list;
+	struct side a = {}, b = {};
+	struct pair fz, ok;
+	struct ibv_wc wc[32];
+	double end;
+	size_t i;
+	int n;
+
+	if (argc < 4) {
+		fprintf(stderr,
+			"usage: %s DEVICE_A DEVICE_B SECONDS [SEED]\n",
+			argv[0]);
+		return 2;
+	}
+	rng = argc > 4 ? strtoull(argv[4], NULL, 0) : (uint64_t)time(NULL);
+	rng |= 1;
+	diag("seed %llu", (unsigned long long)rng);
+
+	list = ibv_get_device_list(NULL);
+	if (!list)
+		bail_out("ibv_get_device_list: %s", strerror(errno));
+	open_side(&a, list, argv[1]);
+	open_side(&b, list, argv[2]);
+	make_pair(&fz, &a, &b);
+	make_pair(&ok, &a, &b);
+	if (!to_mr_qp(fz.qa)->sq_ring || !to_mr_cq(fz.cqa)->ring)
+		bail_out("no send ring or CQ ring: nothing to fuzz");
+
+	tap(pair_works(&ok, &a, &b), "before: the other pair carries data");
+
+	end = now_sec() + atof(argv[3]);
+	while (now_sec() < end) {
+		/* Real traffic into B's window, and the scribbles. */
+		if (!post_write(&fz, &a, &b, (rnd() % 16) * MSG,
+				WIN_OFF + (rnd() % (WIN_LEN / MSG - 1)) * MSG,
+				posted))
+			posted++;
+		/* Half the rounds: some traffic between the scribbles. */
+		if (rnd() % 2)
+			scribble(to_mr_qp(fz.qa), to_mr_cq(fz.cqa), &b,
+				 &doorbells);
+		n = ibv_poll_cq(fz.cqa, 32, wc);
+		for (int j = 0; j < n; j++) {
+			writes++;
+			errors += wc[j].status != IBV_WC_SUCCESS;
+			good += wc[j].status == IBV_WC_SUCCESS;
+		}
+		if (rnd() % 64 == 0)
+			usleep(1000);
+		if (++rounds % 200 == 0) {
+			if (ibv_modify_qp(fz.qa, &reset, IBV_QP_STATE) ||
+			    ibv_modify_qp(fz.qb, &reset, IBV_QP_STATE) ||
+			    connect_qp(fz.qa, &a, &b, fz.qb->qp_num) ||
+			    connect_qp(fz.qb, &b, &a, fz.qa->qp_num))
+				bail_out("cannot reset and connect the pair: %s",
+					 errname(errno));
+			resets++;
+		}
+	}
+	diag("%u rounds, %u resets, %u posts, %u doorbells, %u completions (%u with an error)",
+	     rounds, resets, posted, doorbells, writes, errors);
+	tap(resets > 0, "the scribbled pair was reset and connected again %u times",
+	    resets);
+	tap(good > 0 && errors > 0,
+	    "between the scribbles, work requests completed, well (%u) and in error (%u)",
+	    good, errors);
+
+	tap(!ibv_modify_qp(fz.qa, &err_attr, IBV_QP_STATE),
+	    "the scribbled QP moves to ERR");
+	usleep(100000);
+	while (ibv_poll_cq(fz.cqa, 32, wc) > 0)
+		;
+	/* B outside the window: still the fill pattern. */
+	for (i = 0; i < BUF_SIZE; i++)
+		if ((i < WIN_OFF || i >= WIN_OFF + WIN_LEN) &&
+		    b.buf[i] != 0x5a)
+			break;
+	tap(i == BUF_SIZE,
+	    "nothing was written to B outside the window it was given (%zu)",
+	    i);
+	tap(pair_works(&ok, &a, &b),
+	    "after: the other pair of this process carries data");
+	tap(!ibv_destroy_qp(fz.qa) && !ibv_destroy_qp(fz.qb) &&
+	    !ibv_destroy_qp(ok.qa) && !ibv_destroy_qp(ok.qb) &&
+	    !ibv_destroy_cq(fz.cqa) && !ibv_destroy_cq(fz.cqb) &&
+	    !ibv_destroy_cq(ok.cqa) && !ibv_destroy_cq(ok.cqb),
+	    "every QP and CQ destroyed");
+	tap(!ibv_dereg_mr(a.mr) && !ibv_dereg_mr(b.mr) &&
+	    !ibv_dealloc_pd(a.pd) && !ibv_dealloc_pd(b.pd) &&
+	    !ibv_close_device(a.ctx) && !ibv_close_device(b.ctx),
+	    "MRs, PDs and devices released");
+	ibv_free_device_list(list);
+	return done_testing();
+}
