@@ -10,6 +10,7 @@
 #   make demo             boot the VM and show two hosts talking over metaroce
 #   make sim              run the fabric simulator's standard scenarios
 #   make bench            run the VM benchmark set
+#   make bench-fastpath   the userspace fast path against rxe's (VM)
 #
 # Every build product lives under build/: the module is built out of a
 # shadow tree per kernel release (build/kmod/<release>/), so builds for
@@ -38,7 +39,7 @@ V ?= 0
 .PHONY: all module module-6.12 module-6.1 modules-vm userspace install \
 	install-module install-provider uninstall deps deps-check check \
 	check-core check-build check-vm check-vm-6.1 check-dkms checkpatch \
-	sparse demo sim bench clean help
+	sparse demo sim bench bench-fastpath clean help
 
 all: module userspace
 
@@ -126,6 +127,9 @@ sim:
 
 bench: deps-check modules-vm userspace
 	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 3600 -- $(TOP)/selftests/bench/run.sh
+
+bench-fastpath: deps-check modules-vm userspace
+	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 1800 -- $(TOP)/selftests/bench/fastpath.sh
 
 clean:
 	rm -rf $(BUILD)

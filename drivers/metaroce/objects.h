@@ -379,6 +379,7 @@ struct mr_ibqp {
 	u32 sq_ring_stride;
 	u64 sq_active;			/* ns: work requests last taken */
 	struct hrtimer sq_linger;	/* looks at the ring while idle */
+	struct work_struct sq_doorbell;	/* takes them for the doorbell */
 
 	spinlock_t rq_lock;
 	struct mr_rring rq;		/* unless ibqp.srq */

@@ -1055,13 +1055,16 @@ static bool mr_qp_sq_pull(struct mr_ibqp *qp)
 		}
 		if (took)
 			qp->sq_active = now;
-		if (took || qp->sq.head != qp->sq.tail) {
+		/*
+		 * Recently active: the timer looks again soon, outstanding
+		 * work requests or not (their completions may be slow to
+		 * come: a coalesced acknowledgement).
+		 */
+		if (now - qp->sq_active < MR_SQ_IDLE_NS)
+			linger = true;
+		if (took || linger || qp->sq.head != qp->sq.tail) {
 			if (READ_ONCE(ring->flags))
 				WRITE_ONCE(ring->flags, 0);
-			break;
-		}
-		if (now - qp->sq_active < MR_SQ_IDLE_NS) {
-			linger = true;
 			break;
 		}
 		WRITE_ONCE(ring->flags, METAROCE_SQ_NEED_WAKEUP);
@@ -1080,6 +1083,22 @@ static bool mr_qp_sq_pull(struct mr_ibqp *qp)
 		hrtimer_start(&qp->sq_linger, ns_to_ktime(MR_SQ_POLL_NS),
 			      HRTIMER_MODE_REL_SOFT);
 	return took;
+}
+
+/*
+ * The doorbell's work, on the module's unbound workqueue: the system call
+ * returns at once and the work requests go out from another CPU, as they
+ * would from a device. Taken inline, each doorbell carried its work
+ * request to completion before the process could post the next.
+ */
+static void mr_qp_sq_doorbell(struct work_struct *work)
+{
+	struct mr_ibqp *qp = container_of(work, struct mr_ibqp, sq_doorbell);
+
+	local_bh_disable();
+	if (mr_qp_sq_pull(qp))
+		mr_napi_kick_qp(qp);
+	local_bh_enable();
 }
 
 static enum hrtimer_restart mr_qp_sq_linger(struct hrtimer *timer)
@@ -1127,6 +1146,7 @@ static int mr_sq_ring_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
 		hrtimer_init(&qp->sq_linger, CLOCK_MONOTONIC,
 			     HRTIMER_MODE_REL_SOFT);
 		qp->sq_linger.function = mr_qp_sq_linger;
+		INIT_WORK(&qp->sq_doorbell, mr_qp_sq_doorbell);
 	}
 	if (!udata)
 		return 0;
@@ -1167,8 +1187,7 @@ int mr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			*bad_wr = wr;
 			return -EINVAL;
 		}
-		if (mr_qp_sq_pull(qp))
-			mr_napi_kick_qp(qp);
+		queue_work(mr_wq, &qp->sq_doorbell);
 		return 0;
 	}
 	if (state == IB_QPS_ERR) {
@@ -1391,9 +1410,11 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_bh(&dev->qps, ibqp->qp_num);
 	mr_qp_put(qp);
 	wait_for_completion(&qp->released);
-	/* Nothing re-arms it now: no post, no NAPI service, no engine. */
-	if (qp->sq_ring)
+	/* Nothing re-arms them now: no post, no NAPI service, no engine. */
+	if (qp->sq_ring) {
+		cancel_work_sync(&qp->sq_doorbell);
 		hrtimer_cancel(&qp->sq_linger);
+	}
 	mr_qp_clean_cqs(qp);
 
 	/* NAPI may have queued the QP again before it saw the erase. */

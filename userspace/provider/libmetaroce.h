@@ -111,6 +111,8 @@ struct mr_qp {
 	uint32_t sq_slots;		/* a power of two */
 	uint32_t sq_stride;		/* bytes per slot */
 	uint32_t sq_prod;		/* work requests written */
+	uint64_t sq_last_post;		/* ns (CLOCK_MONOTONIC) */
+	uint64_t sq_gap;		/* ns: mean time between posts */
 	pthread_spinlock_t sq_lock;
 	enum ibv_qp_state state;
 };

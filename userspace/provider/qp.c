@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "libmetaroce.h"
 
@@ -180,6 +181,29 @@ static int mr_ring_write(struct mr_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
+/*
+ * A process that posts one work request at a time and waits for the answer
+ * (a latency test, a request/response protocol) would wait for the
+ * kernel's next look at the ring (every 20 us, for 1 ms after the last
+ * work request it took), which under load comes much later: its posts,
+ * when they find nothing outstanding, ring the doorbell anyway.  Such a
+ * process is told from a streaming one by the mean time between its posts
+ * (a moving average with gain 1/8, starting high): MR_RING_PAUSE_NS or
+ * more.  A streaming process posts faster and leaves it to the kernel.  A
+ * gap counts from the end of the previous post: the doorbell's own system
+ * call (slow under strace, say) must not make a process look slow.
+ */
+#define MR_RING_PAUSE_NS 40000ULL
+#define MR_RING_GAP_MAX 1000000ULL
+
+static uint64_t mr_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 /* The doorbell: POST_SEND with no work request. */
 static int mr_ring_doorbell(struct mr_qp *qp)
 {
@@ -192,7 +216,8 @@ static int mr_ring_post_send(struct mr_qp *qp, struct ibv_send_wr *wr,
 			     struct ibv_send_wr **bad_wr)
 {
 	uint32_t retired, posted = 0;
-	bool kick = false;
+	bool kick = false, idle;
+	uint64_t now = mr_now_ns(), gap;
 	int ret = 0;
 
 	pthread_spin_lock(&qp->sq_lock);
@@ -201,6 +226,10 @@ static int mr_ring_post_send(struct mr_qp *qp, struct ibv_send_wr *wr,
 	    qp->state != IBV_QPS_ERR)
 		ret = EINVAL;
 	retired = __atomic_load_n(&qp->sq_ring->retired, __ATOMIC_ACQUIRE);
+	gap = now - qp->sq_last_post;
+	if (gap > MR_RING_GAP_MAX)
+		gap = MR_RING_GAP_MAX;
+	idle = retired == qp->sq_prod;
 	for (; wr && !ret; wr = wr->next) {
 		if (qp->sq_prod - retired >= qp->max_send_wr) {
 			retired = __atomic_load_n(&qp->sq_ring->retired,
@@ -222,13 +251,22 @@ static int mr_ring_post_send(struct mr_qp *qp, struct ibv_send_wr *wr,
 				 __ATOMIC_RELEASE);
 		/* The index before the flag: see mr_qp_sq_pull() (kernel). */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		kick = __atomic_load_n(&qp->sq_ring->flags, __ATOMIC_RELAXED) &
-		       METAROCE_SQ_NEED_WAKEUP;
+		qp->sq_gap = qp->sq_gap - qp->sq_gap / 8 + gap / 8;
+		qp->sq_last_post = now;
+		kick = (idle && qp->sq_gap >= MR_RING_PAUSE_NS) ||
+		       (__atomic_load_n(&qp->sq_ring->flags,
+					__ATOMIC_RELAXED) &
+			METAROCE_SQ_NEED_WAKEUP);
 	}
 	pthread_spin_unlock(&qp->sq_lock);
 
 	if (kick) {
 		int err = mr_ring_doorbell(qp);
+
+		/* The gap to the next post does not count the call. */
+		pthread_spin_lock(&qp->sq_lock);
+		qp->sq_last_post = mr_now_ns();
+		pthread_spin_unlock(&qp->sq_lock);
 
 		/* Published but maybe never taken: say so. */
 		if (err && !ret) {
@@ -814,6 +852,7 @@ static struct mr_qp *mr_qp_alloc(void)
 		return NULL;
 	}
 	qp->state = IBV_QPS_RESET;
+	qp->sq_gap = MR_RING_GAP_MAX;
 	return qp;
 }
 

@@ -559,6 +559,7 @@ static struct mr_qp *make_ring_qp(uint32_t start)
 	qp->sq_ring->retired = start;
 	qp->sq_prod = start;
 	qp->state = IBV_QPS_RTS;
+	qp->sq_gap = 0;		/* a streaming process */
 	return qp;
 }
 
@@ -581,6 +582,7 @@ static void test_ring_post(void)
 
 	k_reset();
 	make_sends(wr, 5);
+	qp->sq_last_post = mr_now_ns();	/* back to back: no pause */
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
 	for (i = 0; i < 5; i++) {
 		w = slot_of(qp, i);
@@ -595,18 +597,37 @@ static void test_ring_post(void)
 
 	qp->sq_ring->flags = METAROCE_SQ_NEED_WAKEUP;
 	make_sends(wr, 3);
+	qp->sq_last_post = mr_now_ns();
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
 	tap(!ret && k.calls == 1 && k.per_call[0] == 0 &&
 	    qp->sq_ring->producer == 8,
 	    "ring: the kernel asks for a wakeup: one doorbell, with no work request");
 	qp->sq_ring->flags = 0;
 
+	/*
+	 * A process that posts one at a time, slowly: a doorbell if nothing
+	 * is outstanding, else none.
+	 */
+	make_sends(wr, 1);
+	qp->sq_gap = 2 * MR_RING_PAUSE_NS;
+	qp->sq_last_post = mr_now_ns() - 2 * MR_RING_PAUSE_NS;
+	mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(k.calls == 1, "ring: 8 outstanding, a slow poster: no doorbell (%u)",
+	    k.calls - 1);
+	qp->sq_ring->retired = qp->sq_ring->producer;
+	qp->sq_last_post = mr_now_ns() - 2 * MR_RING_PAUSE_NS;
+	mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(k.calls == 2, "ring: none outstanding, a slow poster: a doorbell (%u)",
+	    k.calls - 1);
+	qp->sq_gap = 0;
+	qp->sq_ring->retired = 0;
+
 	/* Full: max_send_wr (64) outstanding. */
 	make_sends(wr, 60);
 	bad = NULL;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == ENOMEM && bad == &wr[56] && qp->sq_ring->producer == 64,
-	    "ring: 64 outstanding, the 57th of 60 gets ENOMEM (%d, bad %ld)",
+	tap(ret == ENOMEM && bad == &wr[54] && qp->sq_ring->producer == 64,
+	    "ring: 64 outstanding, the 55th of 60 gets ENOMEM (%d, bad %ld)",
 	    ret, bad ? (long)(bad - wr) : -1L);
 	qp->sq_ring->retired = 10;
 	make_sends(wr, 10);
@@ -693,6 +714,7 @@ static void test_ring_post(void)
 	k_reset();
 	for (i = 0; i < 10 && ok; i++) {
 		make_sends(wr, 50);
+		qp->sq_last_post = mr_now_ns();
 		ok &= !mr_post_send(&qp->vqp.qp, wr, &bad);
 		qp->sq_ring->retired = qp->sq_ring->producer;
 	}
@@ -740,7 +762,7 @@ static void test_ring_setup(void)
 
 int main(void)
 {
-	printf("1..54\n");
+	printf("1..56\n");
 	test_post_send();
 	test_post_recv();
 	test_wr_api();
