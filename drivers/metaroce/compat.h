@@ -17,6 +17,7 @@
 #ifndef _METAROCE_COMPAT_H
 #define _METAROCE_COMPAT_H
 
+#include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
@@ -84,6 +85,17 @@ static inline struct net_device *mr_alloc_dummy_netdev(void)
 static inline void mr_free_dummy_netdev(struct net_device *ndev)
 {
 	kfree(ndev);
+}
+#endif
+
+/*
+ * Since 6.3 a VMA's flags change through helpers that take the mmap lock
+ * into account; before, drivers wrote vm_flags directly.
+ */
+#ifndef MR_HAVE_VM_FLAGS_SET
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
 }
 #endif
 

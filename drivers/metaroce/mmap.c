@@ -74,7 +74,12 @@ void mr_umap_remove(struct mr_umap *umap)
 		rdma_user_mmap_entry_remove(&umap->rdma);
 }
 
-/* ib_device_ops.mmap: map one whole buffer, read/write, not executable. */
+/*
+ * ib_device_ops.mmap: map one whole buffer, read/write, not executable.
+ * A ring belongs to the process that created it: a child of fork() does
+ * not inherit the mapping (as with a device's doorbell pages), so it can
+ * neither post to its parent's queues nor see their completions.
+ */
 int mr_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *entry;
@@ -88,6 +93,8 @@ int mr_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 		return -EINVAL;
 	err = remap_vmalloc_range(vma, container_of(entry, struct mr_umap,
 						    rdma)->buf, 0);
+	if (!err)
+		vm_flags_set(vma, VM_DONTCOPY);
 	rdma_user_mmap_entry_put(entry);
 	return err;
 }
