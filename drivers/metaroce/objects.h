@@ -235,11 +235,37 @@ void mr_rring_free(struct mr_rring *r);
  */
 int mr_rring_post(struct mr_rring *r, const struct ib_recv_wr *wr);
 
+/*
+ * A receive ring shared with a process (uapi/rdma/metaroce-abi.h): the
+ * process writes receive work requests into it, the kernel copies them
+ * out (a QP's into its struct mr_rring, an SRQ's into the QP that takes
+ * one).
+ */
+struct mr_urq {
+	struct metaroce_rq_ring *ring;	/* NULL: no ring */
+	struct mr_umap *umap;
+	u32 slots;			/* a power of two */
+	u32 stride;
+};
+
+/*
+ * Create a ring of @slots (a power of two) for work requests of up to
+ * @max_sge SGEs and fill in the response fields (process context).
+ */
+int mr_urq_create(struct mr_urq *u, struct ib_udata *udata, u32 slots,
+		  u32 max_sge, u32 *stride, u64 *offset, u64 *size);
+void mr_urq_remove(struct mr_urq *u);
+/* Copy work request @idx to @out and check it, once. */
+void mr_urq_copy(const struct mr_urq *u, u32 idx, struct mr_rwqe *out,
+		 u32 max_sge);
+
 struct mr_srq {
 	struct ib_srq ibsrq;
 	spinlock_t lock;
-	struct mr_rring ring;
+	struct mr_rring ring;	/* without a buffer when there is a user ring */
 	u32 limit;		/* armed SRQ limit, 0 if not armed */
+	struct mr_urq user;
+	u32 taken;		/* work requests taken from the user ring */
 };
 
 static inline struct mr_srq *to_mr_srq(struct ib_srq *ibsrq)
@@ -383,6 +409,7 @@ struct mr_ibqp {
 
 	spinlock_t rq_lock;
 	struct mr_rring rq;		/* unless ibqp.srq */
+	struct mr_urq rq_user;		/* user QPs: rq's slots, mirrored */
 	u32 rq_ssn;			/* SEND number of the RQ's head WQE */
 	void *srq_bound;		/* MR_MSG_WND WQEs taken from the SRQ */
 	u32 srq_stride;

@@ -311,6 +311,47 @@ static void mr_qp_flush_sq(struct mr_ibqp *qp)
 	mr_qp_sq_retire(qp);
 }
 
+/*
+ * mr_qp_rq_pull() - copy what the process wrote to the QP's receive ring
+ * into qp->rq, whose indices are the ring's; rq_lock held. Returns the
+ * number of receive WQEs qp->rq then holds. A producer index more than
+ * the ring's size ahead of the receives completed, or behind those taken,
+ * is ignored.
+ */
+static u32 mr_qp_rq_pull(struct mr_ibqp *qp)
+{
+	struct mr_rring *rq = &qp->rq;
+	u32 prod;
+
+	if (qp->rq_user.ring) {
+		/* The slots before the index that shows them. */
+		prod = smp_load_acquire(&qp->rq_user.ring->producer);
+		if (prod - rq->head <= rq->size &&
+		    prod - rq->tail <= prod - rq->head)
+			for (; rq->tail != prod; rq->tail++)
+				mr_urq_copy(&qp->rq_user, rq->tail,
+					    mr_rring_slot(rq, rq->tail),
+					    rq->max_sge);
+	}
+	return mr_rring_count(rq);
+}
+
+/* The receive WQE at qp->rq.head is done with; rq_lock held. */
+static void mr_qp_rq_retire(struct mr_ibqp *qp)
+{
+	qp->rq.head++;
+	qp->rq_ssn++;
+	if (!qp->rq_user.ring)
+		return;
+	/* The slot's copy was taken before: the process may write it now. */
+	smp_store_release(&qp->rq_user.ring->consumer, qp->rq.head);
+}
+
+/*
+ * In the error state: flush the receive WQEs, those the process writes to
+ * its ring later included (it rings the doorbell for them: see
+ * uapi/rdma/metaroce-abi.h).
+ */
 static void mr_qp_flush_rq(struct mr_ibqp *qp)
 {
 	struct mr_cq *cq = to_mr_cq(qp->ibqp.recv_cq);
@@ -318,17 +359,21 @@ static void mr_qp_flush_rq(struct mr_ibqp *qp)
 
 	if (qp->ibqp.srq)
 		return;
+	if (qp->rq_user.ring) {
+		WRITE_ONCE(qp->rq_user.ring->flags, METAROCE_RQ_NEED_WAKEUP);
+		/* The flag before the index: one of us sees the other. */
+		smp_mb();
+	}
 	for (;;) {
 		struct ib_wc wc = {};
 
 		spin_lock_irqsave(&qp->rq_lock, flags);
-		if (!mr_rring_count(&qp->rq)) {
+		if (!mr_qp_rq_pull(qp)) {
 			spin_unlock_irqrestore(&qp->rq_lock, flags);
 			break;
 		}
 		wc.wr_id = mr_rring_slot(&qp->rq, qp->rq.head)->wr_id;
-		qp->rq.head++;
-		qp->rq_ssn++;
+		mr_qp_rq_retire(qp);
 		spin_unlock_irqrestore(&qp->rq_lock, flags);
 		wc.status = IB_WC_WR_FLUSH_ERR;
 		wc.opcode = IB_WC_RECV;
@@ -374,7 +419,8 @@ int mr_qp_eng_bind_recv(struct mr_ibqp *qp, u32 ssn, u64 *cookie, u32 *len)
 		return 0;
 	}
 	spin_lock_irqsave(&qp->rq_lock, flags);
-	if (ssn - qp->rq_ssn >= mr_rring_count(&qp->rq)) {
+	if (ssn - qp->rq_ssn >= mr_rring_count(&qp->rq) &&
+	    ssn - qp->rq_ssn >= mr_qp_rq_pull(qp)) {
 		spin_unlock_irqrestore(&qp->rq_lock, flags);
 		return -1;
 	}
@@ -412,8 +458,7 @@ static void mr_qp_recv_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe)
 	if (!qp->ibqp.srq) {
 		spin_lock_irqsave(&qp->rq_lock, flags);
 		WARN_ON_ONCE((u32)cqe->cookie != qp->rq.head);
-		qp->rq.head++;
-		qp->rq_ssn++;
+		mr_qp_rq_retire(qp);
 		spin_unlock_irqrestore(&qp->rq_lock, flags);
 	}
 	mr_cq_push(to_mr_cq(qp->ibqp.recv_cq), &wc, cqe->solicited);
@@ -708,7 +753,7 @@ void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 		struct mr_rwqe *slot;
 
 		spin_lock_irqsave(&qp->rq_lock, flags);
-		if (!mr_rring_count(&qp->rq)) {
+		if (!mr_rring_count(&qp->rq) && !mr_qp_rq_pull(qp)) {
 			spin_unlock_irqrestore(&qp->rq_lock, flags);
 			mr_counter_add(dev->counters, MR_CNT_RX_DROP_NO_RECV, 1);
 			return;
@@ -716,7 +761,7 @@ void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 		slot = mr_rring_slot(&qp->rq, qp->rq.head);
 		memcpy(&rw, slot, sizeof(*slot) +
 		       slot->num_sge * sizeof(struct ib_sge));
-		qp->rq.head++;
+		mr_qp_rq_retire(qp);
 		spin_unlock_irqrestore(&qp->rq_lock, flags);
 	}
 
@@ -1110,27 +1155,35 @@ static enum hrtimer_restart mr_qp_sq_linger(struct hrtimer *timer)
 	return HRTIMER_NORESTART;
 }
 
-/* Create a send ring for @qp if the process asked for one (RC only). */
-static int mr_sq_ring_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
-			     struct ib_udata *udata)
+/*
+ * Create the rings the process asked for: a send ring (RC only) and a
+ * receive ring (RC and UD, without an SRQ).
+ */
+static int mr_qp_rings_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
+			      struct ib_udata *udata)
 {
 	struct metaroce_create_qp_resp resp = {};
 	u32 comp_mask, payload;
 	void *buf;
 	int err;
 
-	err = mr_udata_request(udata, METAROCE_QP_SQ_RING, &comp_mask);
+	err = mr_udata_request(udata, METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING,
+			       &comp_mask);
 	if (err)
 		return err;
+	if (!udata)
+		return 0;
+	if (((comp_mask & METAROCE_QP_SQ_RING) &&
+	     udata->outlen < offsetofend(typeof(resp), sq_mmap_size)) ||
+	    ((comp_mask & METAROCE_QP_RQ_RING) && udata->outlen < sizeof(resp)))
+		return -EINVAL;
 	/* UD work requests name address handles: they keep POST_SEND. */
 	if ((comp_mask & METAROCE_QP_SQ_RING) && init->qp_type == IB_QPT_RC) {
-		if (udata->outlen < sizeof(resp))
-			return -EINVAL;
 		payload = max(qp->max_send_sge *
 			      (u32)sizeof(struct metaroce_sge), qp->max_inline);
 		qp->sq_ring_stride = ALIGN(sizeof(struct metaroce_swqe) +
 					   payload, 64);
-		resp.comp_mask = METAROCE_QP_SQ_RING;
+		resp.comp_mask |= METAROCE_QP_SQ_RING;
 		resp.sq_slots = qp->sq.size;
 		resp.sq_stride = qp->sq_ring_stride;
 		resp.sq_mmap_size = PAGE_ALIGN(METAROCE_SQ_RING_ENTRIES +
@@ -1148,14 +1201,23 @@ static int mr_sq_ring_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
 		qp->sq_linger.function = mr_qp_sq_linger;
 		INIT_WORK(&qp->sq_doorbell, mr_qp_sq_doorbell);
 	}
-	if (!udata)
-		return 0;
-	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
-	if (err) {
-		mr_umap_remove(qp->sq_umap);
-		qp->sq_umap = NULL;
-		qp->sq_ring = NULL;
+	if ((comp_mask & METAROCE_QP_RQ_RING) && !init->srq) {
+		err = mr_urq_create(&qp->rq_user, udata, qp->rq.size,
+				    qp->rq.max_sge, &resp.rq_stride,
+				    &resp.rq_mmap_offset, &resp.rq_mmap_size);
+		if (err)
+			goto err;
+		resp.comp_mask |= METAROCE_QP_RQ_RING;
+		resp.rq_slots = qp->rq.size;
 	}
+	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+	if (!err)
+		return 0;
+	mr_urq_remove(&qp->rq_user);
+err:
+	mr_umap_remove(qp->sq_umap);
+	qp->sq_umap = NULL;
+	qp->sq_ring = NULL;
 	return err;
 }
 
@@ -1187,7 +1249,15 @@ int mr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			*bad_wr = wr;
 			return -EINVAL;
 		}
-		queue_work(mr_wq, &qp->sq_doorbell);
+		/* A process that waits for the outcome: send it now. */
+		if (READ_ONCE(qp->sq_ring->hint) & METAROCE_SQ_HINT_WAIT) {
+			local_bh_disable();
+			if (mr_qp_sq_pull(qp))
+				mr_napi_kick_qp(qp);
+			local_bh_enable();
+		} else {
+			queue_work(mr_wq, &qp->sq_doorbell);
+		}
 		return 0;
 	}
 	if (state == IB_QPS_ERR) {
@@ -1244,6 +1314,16 @@ int mr_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (ibqp->srq || state == IB_QPS_RESET) {
 		*bad_wr = wr;
 		return -EINVAL;
+	}
+	/* A QP with a receive ring posts there; this is its doorbell. */
+	if (qp->rq_user.ring) {
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		if (state == IB_QPS_ERR)
+			mr_qp_flush_rq(qp);
+		return 0;
 	}
 	if (state == IB_QPS_ERR) {
 		for (; wr; wr = wr->next)
@@ -1324,7 +1404,7 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			goto err_sq;
 	}
 
-	err = mr_sq_ring_create(qp, init, udata);
+	err = mr_qp_rings_create(qp, init, udata);
 	if (err)
 		goto err_rq;
 
@@ -1358,6 +1438,7 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 err_ring:
 	mr_umap_remove(qp->sq_umap);
+	mr_urq_remove(&qp->rq_user);
 err_rq:
 	if (init->srq)
 		kfree(qp->srq_bound);
@@ -1428,8 +1509,9 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	else
 		mr_rring_free(&qp->rq);
 	kvfree(qp->sq.buf);
-	/* Nothing writes the ring any more. */
+	/* Nothing uses the rings any more. */
 	mr_umap_remove(qp->sq_umap);
+	mr_urq_remove(&qp->rq_user);
 	rdma_destroy_ah_attr(&qp->attr.ah_attr);
 	return 0;
 }
@@ -1618,8 +1700,16 @@ static void mr_qp_to_reset(struct mr_ibqp *qp)
 	qp->sq_draining = false;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	spin_lock_irqsave(&qp->rq_lock, flags);
-	qp->rq.head = 0;
-	qp->rq.tail = 0;
+	/* A receive ring, too, starts again at the process's index. */
+	start = 0;
+	if (qp->rq_user.ring) {
+		start = READ_ONCE(qp->rq_user.ring->producer);
+		/* Every slot is the process's again (its acquire pairs). */
+		smp_store_release(&qp->rq_user.ring->consumer, start);
+		WRITE_ONCE(qp->rq_user.ring->flags, 0);
+	}
+	qp->rq.head = start;
+	qp->rq.tail = start;
 	qp->rq_ssn = 0;
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }

@@ -10,6 +10,8 @@
 #include <linux/log2.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
+#include <rdma/uverbs_ioctl.h>
+#include <uapi/rdma/metaroce-abi.h>
 
 #include "metaroce.h"
 #include "objects.h"
@@ -72,6 +74,85 @@ int mr_rring_post(struct mr_rring *r, const struct ib_recv_wr *wr)
 	return 0;
 }
 
+/**
+ * mr_urq_create() - a receive ring shared with the process
+ * @u: the ring
+ * @udata: the create command's, for its ucontext
+ * @slots: work requests, a power of two
+ * @max_sge: SGEs per work request
+ * @stride: set to the bytes per work request
+ * @offset: set to the mmap offset
+ * @size: set to the bytes to map
+ *
+ * Process context.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int mr_urq_create(struct mr_urq *u, struct ib_udata *udata, u32 slots,
+		  u32 max_sge, u32 *stride, u64 *offset, u64 *size)
+{
+	void *buf;
+
+	u->slots = slots;
+	u->stride = sizeof(struct metaroce_rwqe) +
+		    max_sge * sizeof(struct metaroce_sge);
+	*size = PAGE_ALIGN(METAROCE_RQ_RING_ENTRIES +
+			   (size_t)slots * u->stride);
+	buf = mr_umap_alloc(rdma_udata_to_uverbs_attr_bundle(udata)->context,
+			    *size, &u->umap, offset);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	u->ring = buf;
+	*stride = u->stride;
+	return 0;
+}
+
+/* No new mappings; the buffer goes with the last one. */
+void mr_urq_remove(struct mr_urq *u)
+{
+	mr_umap_remove(u->umap);
+	u->umap = NULL;
+	u->ring = NULL;
+}
+
+/**
+ * mr_urq_copy() - take a copy of a work request the process wrote
+ * @u: the ring
+ * @idx: the work request's index
+ * @out: room for @max_sge SGEs
+ * @max_sge: SGEs the queue allows
+ *
+ * The process may change the slot at any time: every field is read once,
+ * and checked in the copy. A work request with too many SGEs, or with
+ * lengths whose sum overflows, becomes one without a buffer. Any context.
+ */
+void mr_urq_copy(const struct mr_urq *u, u32 idx, struct mr_rwqe *out,
+		 u32 max_sge)
+{
+	const void *slot = (const void *)u->ring + METAROCE_RQ_RING_ENTRIES +
+			   (size_t)(idx & (u->slots - 1)) * u->stride;
+	const struct metaroce_sge *usge = slot + sizeof(struct metaroce_rwqe);
+	const struct metaroce_rwqe *uw = slot;
+	u32 i, n, length = 0;
+
+	out->wr_id = READ_ONCE(uw->wr_id);
+	n = READ_ONCE(uw->num_sge);
+	if (n > max_sge)
+		n = 0;
+	for (i = 0; i < n; i++) {
+		out->sge[i].addr = READ_ONCE(usge[i].addr);
+		out->sge[i].length = READ_ONCE(usge[i].length);
+		out->sge[i].lkey = READ_ONCE(usge[i].lkey);
+		if (check_add_overflow(length, out->sge[i].length, &length)) {
+			n = 0;
+			length = 0;
+			break;
+		}
+	}
+	out->num_sge = n;
+	out->length = length;
+}
+
 /* Moves the WQEs of @src to the start of the empty ring @dst, in order. */
 static void mr_rring_move(struct mr_rring *dst, struct mr_rring *src)
 {
@@ -108,15 +189,34 @@ int mr_srq_take(struct mr_srq *srq, struct mr_rwqe *out)
 	unsigned long flags;
 	bool limit = false;
 
+	u32 left;
+
 	spin_lock_irqsave(&srq->lock, flags);
-	if (!mr_rring_count(r)) {
-		spin_unlock_irqrestore(&srq->lock, flags);
-		return -ENOENT;
+	if (srq->user.ring) {
+		/* The slots before the index that shows them. */
+		u32 prod = smp_load_acquire(&srq->user.ring->producer);
+
+		left = prod - srq->taken;
+		if (!left || left > srq->user.slots) {
+			spin_unlock_irqrestore(&srq->lock, flags);
+			return -ENOENT;
+		}
+		mr_urq_copy(&srq->user, srq->taken, out, r->max_sge);
+		srq->taken++;
+		left--;
+		/* Copied: the slot is the process's again. */
+		smp_store_release(&srq->user.ring->consumer, srq->taken);
+	} else {
+		if (!mr_rring_count(r)) {
+			spin_unlock_irqrestore(&srq->lock, flags);
+			return -ENOENT;
+		}
+		wqe = mr_rring_slot(r, r->head);
+		memcpy(out, wqe, struct_size(wqe, sge, wqe->num_sge));
+		r->head++;
+		left = mr_rring_count(r);
 	}
-	wqe = mr_rring_slot(r, r->head);
-	memcpy(out, wqe, struct_size(wqe, sge, wqe->num_sge));
-	r->head++;
-	if (srq->limit && mr_rring_count(r) < srq->limit) {
+	if (srq->limit && left < srq->limit) {
 		srq->limit = 0;
 		limit = true;
 	}
@@ -127,16 +227,46 @@ int mr_srq_take(struct mr_srq *srq, struct mr_rwqe *out)
 	return 0;
 }
 
+/* Create a user ring for @srq if the process asked for one. */
+static int mr_srq_ring_create(struct mr_srq *srq, struct ib_srq_attr *attr,
+			      struct ib_udata *udata)
+{
+	struct metaroce_create_srq_resp resp = {};
+	u32 comp_mask;
+	int err;
+
+	err = mr_udata_request(udata, METAROCE_SRQ_RING, &comp_mask);
+	if (err || !udata)
+		return err;
+	if (comp_mask & METAROCE_SRQ_RING) {
+		if (udata->outlen < sizeof(resp))
+			return -EINVAL;
+		srq->ring.size = roundup_pow_of_two(attr->max_wr);
+		srq->ring.max_sge = max_t(u32, attr->max_sge, 1);
+		err = mr_urq_create(&srq->user, udata, srq->ring.size,
+				    srq->ring.max_sge, &resp.stride,
+				    &resp.mmap_offset, &resp.mmap_size);
+		if (err)
+			return err;
+		resp.comp_mask = METAROCE_SRQ_RING;
+		resp.slots = srq->ring.size;
+	}
+	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+	if (err)
+		mr_urq_remove(&srq->user);
+	return err;
+}
+
 /**
  * mr_create_srq() - create a shared receive queue
  * @ibsrq: the SRQ, allocated by ib_core
  * @init: IB_SRQT_BASIC only; attr.max_wr (1..METAROCE_MAX_SRQ_WR) and
  *	attr.max_sge (up to METAROCE_MAX_SRQ_SGE) are updated to what the SRQ
  *	really has; attr.srq_limit is ignored, as the verbs say
- * @udata: no driver-specific request or response is defined
+ * @udata: struct metaroce_create_srq_req/resp: a ring, if asked for
  *
- * Return: 0, -EOPNOTSUPP (other SRQ types, driver request), -EINVAL or
- * -ENOMEM.
+ * Return: 0, -EOPNOTSUPP (other SRQ types, unknown request bits), -EINVAL
+ * or -ENOMEM.
  */
 int mr_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		  struct ib_udata *udata)
@@ -150,16 +280,19 @@ int mr_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (!attr->max_wr || attr->max_wr > METAROCE_MAX_SRQ_WR ||
 	    attr->max_sge > METAROCE_MAX_SRQ_SGE)
 		return -EINVAL;
-	if (!mr_udata_no_request(udata))
-		return -EOPNOTSUPP;
 
-	/* An SRQ without SGEs could only take zero-length messages. */
-	err = mr_rring_init(&srq->ring, attr->max_wr,
-			    max_t(u32, attr->max_sge, 1));
-	if (err)
-		return err;
 	spin_lock_init(&srq->lock);
 	srq->limit = 0;
+	err = mr_srq_ring_create(srq, attr, udata);
+	if (err)
+		return err;
+	/* An SRQ without SGEs could only take zero-length messages. */
+	if (!srq->user.ring) {
+		err = mr_rring_init(&srq->ring, attr->max_wr,
+				    max_t(u32, attr->max_sge, 1));
+		if (err)
+			return err;
+	}
 
 	attr->max_wr = srq->ring.size;
 	attr->max_sge = srq->ring.max_sge;
@@ -174,7 +307,9 @@ int mr_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
  * @udata: no driver-specific request or response is defined
  *
  * IB_SRQ_MAX_WR resizes the SRQ (rounded up as at creation), keeping the
- * posted WQEs; it cannot shrink below the number posted. IB_SRQ_LIMIT
+ * posted WQEs; it cannot shrink below the number posted. An SRQ with a
+ * user ring keeps its slots: a max_wr up to them changes nothing, beyond
+ * them it is -EINVAL. IB_SRQ_LIMIT
  * arms IB_EVENT_SRQ_LIMIT_REACHED for when fewer than srq_limit WQEs remain
  * (0 disarms); srq_limit must be below the SRQ's size.
  *
@@ -195,6 +330,11 @@ int mr_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	if (!mr_udata_no_request(udata))
 		return -EOPNOTSUPP;
 
+	if (srq->user.ring && (mask & IB_SRQ_MAX_WR)) {
+		if (!attr->max_wr || attr->max_wr > srq->ring.size)
+			return -EINVAL;
+		mask &= ~IB_SRQ_MAX_WR;
+	}
 	if (mask & IB_SRQ_MAX_WR) {
 		if (!attr->max_wr || attr->max_wr > METAROCE_MAX_SRQ_WR)
 			return -EINVAL;
@@ -241,7 +381,10 @@ int mr_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 
 int mr_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
-	mr_rring_free(&to_mr_srq(ibsrq)->ring);
+	struct mr_srq *srq = to_mr_srq(ibsrq);
+
+	mr_urq_remove(&srq->user);
+	mr_rring_free(&srq->ring);
 	return 0;
 }
 
@@ -254,7 +397,7 @@ int mr_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
  * Work requests before the one that failed are posted. Any context.
  *
  * Return: 0, -ENOMEM when the SRQ is full, or -EINVAL for a bad work
- * request.
+ * request (or any, when the SRQ has a user ring).
  */
 int mr_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		     const struct ib_recv_wr **bad_wr)
@@ -262,6 +405,11 @@ int mr_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	struct mr_srq *srq = to_mr_srq(ibsrq);
 	unsigned long flags;
 	int err = 0;
+
+	if (srq->user.ring) {
+		*bad_wr = wr;
+		return wr ? -EINVAL : 0;
+	}
 
 	spin_lock_irqsave(&srq->lock, flags);
 	for (; wr; wr = wr->next) {

@@ -91,6 +91,33 @@ struct mr_wr_list {
 	int err;			/* first error; the list is dropped */
 };
 
+/*
+ * A receive ring shared with the kernel (metaroce-abi.h), a QP's or an
+ * SRQ's: posting writes work requests there under @lock.  The kernel reads
+ * it when a message arrives; only a QP in the error state asks for a
+ * doorbell.
+ */
+struct mr_rq {
+	struct metaroce_rq_ring *ring;	/* NULL: POST_RECV */
+	size_t size;			/* bytes mapped */
+	uint32_t slots;			/* a power of two */
+	uint32_t stride;		/* bytes per slot */
+	uint32_t max_wr;		/* granted by the kernel */
+	uint32_t max_sge;
+	uint32_t prod;			/* work requests written */
+	pthread_spinlock_t lock;
+};
+
+int mr_rq_map(struct ibv_context *ibctx, struct mr_rq *rq, uint32_t slots,
+	      uint32_t stride, uint64_t offset, uint64_t size);
+void mr_rq_unmap(struct mr_rq *rq);
+/*
+ * Write @wr's chain to the ring; *kick says whether the doorbell must
+ * ring.  Returns 0 or an errno (*bad_wr set).
+ */
+int mr_rq_post(struct mr_rq *rq, struct ibv_recv_wr *wr,
+	       struct ibv_recv_wr **bad_wr, bool *kick);
+
 struct mr_qp {
 	struct verbs_qp vqp;
 	/* What the kernel granted: posting checks against it. */
@@ -113,13 +140,17 @@ struct mr_qp {
 	uint32_t sq_prod;		/* work requests written */
 	uint64_t sq_last_post;		/* ns (CLOCK_MONOTONIC) */
 	uint64_t sq_gap;		/* ns: mean time between posts */
+	uint32_t sq_hint;		/* what sq_ring->hint holds */
+	bool sq_was_idle;		/* the last post found nothing outstanding */
 	pthread_spinlock_t sq_lock;
 	enum ibv_qp_state state;
+	struct mr_rq rq;		/* RC and UD QPs without an SRQ */
 };
 
 struct mr_srq {
 	struct verbs_srq vsrq;
 	uint32_t max_sge;		/* granted by the kernel */
+	struct mr_rq rq;
 };
 
 /*
@@ -188,6 +219,26 @@ struct mr_create_qp_resp {
 	struct metaroce_create_qp_resp drv;
 };
 
+struct mr_create_srq_cmd {
+	struct ibv_create_srq ibv;
+	struct metaroce_create_srq_req drv;
+};
+
+struct mr_create_srq_resp {
+	struct ib_uverbs_create_srq_resp ibv;
+	struct metaroce_create_srq_resp drv;
+};
+
+struct mr_create_xsrq_cmd {
+	struct ibv_create_xsrq ibv;
+	struct metaroce_create_srq_req drv;
+};
+
+MR_CHECK_CMD_LAYOUT(mr_create_srq_cmd, ibv_create_srq, metaroce_create_srq_req);
+MR_CHECK_CMD_LAYOUT(mr_create_srq_resp, ib_uverbs_create_srq_resp,
+		    metaroce_create_srq_resp);
+MR_CHECK_CMD_LAYOUT(mr_create_xsrq_cmd, ibv_create_xsrq,
+		    metaroce_create_srq_req);
 MR_CHECK_CMD_LAYOUT(mr_create_qp_cmd, ibv_create_qp, metaroce_create_qp_req);
 MR_CHECK_CMD_LAYOUT(mr_create_qp_resp, ib_uverbs_create_qp_resp,
 		    metaroce_create_qp_resp);

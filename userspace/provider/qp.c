@@ -191,7 +191,11 @@ static int mr_ring_write(struct mr_qp *qp, const struct ibv_send_wr *wr,
  * (a moving average with gain 1/8, starting high): MR_RING_PAUSE_NS or
  * more.  A streaming process posts faster and leaves it to the kernel.  A
  * gap counts from the end of the previous post: the doorbell's own system
- * call (slow under strace, say) must not make a process look slow.
+ * call (slow under strace, say) must not make a process look slow.  When
+ * the previous post found nothing outstanding either, the process waits
+ * for each answer: the doorbell then asks the kernel to send before it
+ * returns (METAROCE_SQ_HINT_WAIT) rather than from its workqueue, which
+ * saves a wakeup on another CPU.
  */
 #define MR_RING_PAUSE_NS 40000ULL
 #define MR_RING_GAP_MAX 1000000ULL
@@ -216,7 +220,7 @@ static int mr_ring_post_send(struct mr_qp *qp, struct ibv_send_wr *wr,
 			     struct ibv_send_wr **bad_wr)
 {
 	uint32_t retired, posted = 0;
-	bool kick = false, idle;
+	bool kick = false, idle, wait;
 	uint64_t now = mr_now_ns(), gap;
 	int ret = 0;
 
@@ -253,10 +257,23 @@ static int mr_ring_post_send(struct mr_qp *qp, struct ibv_send_wr *wr,
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		qp->sq_gap = qp->sq_gap - qp->sq_gap / 8 + gap / 8;
 		qp->sq_last_post = now;
-		kick = (idle && qp->sq_gap >= MR_RING_PAUSE_NS) ||
-		       (__atomic_load_n(&qp->sq_ring->flags,
-					__ATOMIC_RELAXED) &
-			METAROCE_SQ_NEED_WAKEUP);
+		kick = idle && qp->sq_gap >= MR_RING_PAUSE_NS;
+		/*
+		 * Twice in a row with nothing outstanding: a process that
+		 * waits for each answer.  (A streaming one finds its queue
+		 * empty at the start of a burst, not twice running.)
+		 */
+		wait = kick && qp->sq_was_idle;
+		qp->sq_was_idle = idle;
+		kick = kick || (__atomic_load_n(&qp->sq_ring->flags,
+						__ATOMIC_RELAXED) &
+				METAROCE_SQ_NEED_WAKEUP);
+		/* Ask the doorbell to send at once when we will wait. */
+		if (kick && wait != (qp->sq_hint == METAROCE_SQ_HINT_WAIT)) {
+			qp->sq_hint = wait ? METAROCE_SQ_HINT_WAIT : 0;
+			__atomic_store_n(&qp->sq_ring->hint, qp->sq_hint,
+					 __ATOMIC_RELAXED);
+		}
 	}
 	pthread_spin_unlock(&qp->sq_lock);
 
@@ -385,6 +402,29 @@ int mr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (ibqp->srq && wr) {
 		*bad_wr = wr;
 		return EINVAL;
+	}
+	if (qp->rq.ring) {
+		struct ibv_recv_wr *bad = NULL;
+		bool kick;
+		int ret;
+
+		/* The kernel refuses receives before INIT. */
+		if (__atomic_load_n(&qp->state, __ATOMIC_RELAXED) ==
+		    IBV_QPS_RESET) {
+			*bad_wr = wr;
+			return EINVAL;
+		}
+		ret = mr_rq_post(&qp->rq, wr, bad_wr, &kick);
+		/* In the error state: the kernel flushes them now. */
+		if (kick) {
+			int err = ibv_cmd_post_recv(ibqp, NULL, &bad);
+
+			if (err && !ret) {
+				*bad_wr = NULL;
+				return err;
+			}
+		}
+		return ret;
 	}
 	return mr_post_recv_list(mr_cmd_post_recv, ibqp, qp->max_recv_sge,
 				 wr, bad_wr);
@@ -833,6 +873,7 @@ static void mr_qp_free(struct mr_qp *qp)
 {
 	if (qp->sq_ring)
 		munmap(qp->sq_ring, qp->sq_ring_size);
+	mr_rq_unmap(&qp->rq);
 	pthread_spin_destroy(&qp->sq_lock);
 	free(qp->wrl.wr);
 	free(qp->wrl.sge);
@@ -861,11 +902,22 @@ static struct mr_qp *mr_qp_alloc(void)
  * any.  Returns 0 or an errno (the caller destroys the QP).
  */
 static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mr_qp *qp,
-			    const struct metaroce_create_qp_resp *r)
+			    const struct metaroce_create_qp_resp *r,
+			    const struct ibv_qp_cap *cap)
 {
 	uint64_t need;
 	void *map;
 
+	if (r->comp_mask & METAROCE_QP_RQ_RING) {
+		int ret;
+
+		qp->rq.max_wr = cap->max_recv_wr;
+		qp->rq.max_sge = cap->max_recv_sge;
+		ret = mr_rq_map(ibctx, &qp->rq, r->rq_slots, r->rq_stride,
+				r->rq_mmap_offset, r->rq_mmap_size);
+		if (ret)
+			return ret;
+	}
 	if (!(r->comp_mask & METAROCE_QP_SQ_RING))
 		return 0;
 	/* The kernel's word, but a bad one must not make us scribble. */
@@ -892,6 +944,13 @@ static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mr_qp *qp,
 	return 0;
 }
 
+/* Send rings for RC QPs (UD work requests name address handles). */
+static uint32_t mr_qp_rings_wanted(enum ibv_qp_type type, struct ibv_srq *srq)
+{
+	return (type == IBV_QPT_RC ? METAROCE_QP_SQ_RING : 0) |
+	       (srq ? 0 : METAROCE_QP_RQ_RING);
+}
+
 struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 {
 	struct mr_create_qp_resp resp = {};
@@ -910,8 +969,7 @@ struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 	if (!qp)
 		return NULL;
 
-	if (attr->qp_type == IBV_QPT_RC)
-		cmd.drv.comp_mask = METAROCE_QP_SQ_RING;
+	cmd.drv.comp_mask = mr_qp_rings_wanted(attr->qp_type, attr->srq);
 	ret = ibv_cmd_create_qp(ibpd, &qp->vqp.qp, attr, &cmd.ibv, sizeof(cmd),
 				&resp.ibv, sizeof(resp));
 	if (ret) {
@@ -920,7 +978,7 @@ struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 		return NULL;
 	}
 	mr_qp_set_caps(qp, &attr->cap);
-	ret = mr_qp_setup_ring(ibpd->context, qp, &resp.drv);
+	ret = mr_qp_setup_ring(ibpd->context, qp, &resp.drv, &attr->cap);
 	if (ret) {
 		ibv_cmd_destroy_qp(&qp->vqp.qp);
 		mr_qp_free(qp);
@@ -967,8 +1025,7 @@ struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
 	/* libibverbs must zero it: checks pabi.h's verbs_qp. */
 	qp->vqp.comp_mask = ~0U;
 	a.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
-	if (attr->qp_type == IBV_QPT_RC)
-		cmd.drv.comp_mask = METAROCE_QP_SQ_RING;
+	cmd.drv.comp_mask = mr_qp_rings_wanted(attr->qp_type, attr->srq);
 	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, &a, &cmd.ibv, sizeof(cmd),
 				   &resp.ibv, sizeof(resp));
 	if (ret) {
@@ -985,7 +1042,7 @@ struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
 	}
 	attr->cap = a.cap;
 	mr_qp_set_caps(qp, &a.cap);
-	ret = mr_qp_setup_ring(ibctx, qp, &resp.drv);
+	ret = mr_qp_setup_ring(ibctx, qp, &resp.drv, &a.cap);
 	if (ret) {
 		ibv_cmd_destroy_qp(&qp->vqp.qp);
 		mr_qp_free(qp);

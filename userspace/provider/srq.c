@@ -1,18 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * Shared receive queues, through the kernel's uverbs commands.  Basic SRQs
- * only: XRC and tag-matching SRQs fail with EOPNOTSUPP.
+ * Shared receive queues: their receive rings (rq.c), or the kernel's
+ * uverbs commands.  Basic SRQs only: XRC and tag-matching SRQs fail with
+ * EOPNOTSUPP.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "libmetaroce.h"
 
+/* After a successful create: map the ring, if any (0 or an errno). */
+static int mr_srq_setup(struct ibv_context *ibctx, struct mr_srq *srq,
+			const struct ibv_srq_attr *attr,
+			const struct metaroce_create_srq_resp *r)
+{
+	srq->vsrq.srq_type = IBV_SRQT_BASIC;
+	srq->max_sge = attr->max_sge;
+	if (!(r->comp_mask & METAROCE_SRQ_RING))
+		return 0;
+	srq->rq.max_wr = attr->max_wr;
+	srq->rq.max_sge = attr->max_sge;
+	return mr_rq_map(ibctx, &srq->rq, r->slots, r->stride, r->mmap_offset,
+			 r->mmap_size);
+}
+
 struct ibv_srq *mr_create_srq(struct ibv_pd *ibpd,
 			      struct ibv_srq_init_attr *attr)
 {
-	struct ib_uverbs_create_srq_resp resp = {};
-	struct ibv_create_srq cmd = {};
+	struct mr_create_srq_resp resp = {};
+	struct mr_create_srq_cmd cmd = {};
 	struct mr_srq *srq;
 	int ret;
 
@@ -20,15 +36,21 @@ struct ibv_srq *mr_create_srq(struct ibv_pd *ibpd,
 	if (!srq)
 		return NULL;
 
-	ret = ibv_cmd_create_srq(ibpd, &srq->vsrq.srq, attr, &cmd, sizeof(cmd),
-				 &resp, sizeof(resp));
+	cmd.drv.comp_mask = METAROCE_SRQ_RING;
+	ret = ibv_cmd_create_srq(ibpd, &srq->vsrq.srq, attr, &cmd.ibv,
+				 sizeof(cmd), &resp.ibv, sizeof(resp));
 	if (ret) {
 		free(srq);
 		errno = ret;
 		return NULL;
 	}
-	srq->vsrq.srq_type = IBV_SRQT_BASIC;
-	srq->max_sge = attr->attr.max_sge;
+	ret = mr_srq_setup(ibpd->context, srq, &attr->attr, &resp.drv);
+	if (ret) {
+		ibv_cmd_destroy_srq(&srq->vsrq.srq);
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
 	return &srq->vsrq.srq;
 }
 
@@ -43,9 +65,9 @@ struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
 	const uint32_t supported = IBV_SRQ_INIT_ATTR_PD |
 				   IBV_SRQ_INIT_ATTR_TYPE |
 				   IBV_SRQ_INIT_ATTR_CQ;
-	struct ib_uverbs_create_srq_resp resp = {};
 	struct ibv_srq_init_attr_ex a = *attr;
-	struct ibv_create_xsrq cmd = {};
+	struct mr_create_srq_resp resp = {};
+	struct mr_create_xsrq_cmd cmd = {};
 	struct mr_srq *srq;
 	int ret;
 
@@ -70,9 +92,17 @@ struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
 	/* libibverbs' write() path reads srq_type whatever the mask says. */
 	a.comp_mask |= IBV_SRQ_INIT_ATTR_TYPE;
 	a.srq_type = IBV_SRQT_BASIC;
-	ret = ibv_cmd_create_srq_ex(ibctx, &srq->vsrq, &a, &cmd, sizeof(cmd),
-				    &resp, sizeof(resp));
+	cmd.drv.comp_mask = METAROCE_SRQ_RING;
+	ret = ibv_cmd_create_srq_ex(ibctx, &srq->vsrq, &a, &cmd.ibv,
+				    sizeof(cmd), &resp.ibv, sizeof(resp));
 	if (ret) {
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
+	ret = mr_srq_setup(ibctx, srq, &a.attr, &resp.drv);
+	if (ret) {
+		ibv_cmd_destroy_srq(&srq->vsrq.srq);
 		free(srq);
 		errno = ret;
 		return NULL;
@@ -81,20 +111,32 @@ struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
 	srq->vsrq.srq.pd = attr->pd;
 	srq->vsrq.srq.srq_context = attr->srq_context;
 	srq->vsrq.srq.events_completed = 0;
-	srq->vsrq.srq_type = IBV_SRQT_BASIC;
 	srq->vsrq.cq = attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ ? attr->cq : NULL;
 	attr->attr.max_wr = a.attr.max_wr;
 	attr->attr.max_sge = a.attr.max_sge;
-	srq->max_sge = a.attr.max_sge;
 	return &srq->vsrq.srq;
 }
 
 int mr_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		  int attr_mask)
 {
+	struct mr_srq *srq = to_mr_srq(ibsrq);
 	struct ibv_modify_srq cmd = {};
+	struct ibv_query_srq qcmd = {};
+	struct ibv_srq_attr now;
+	int ret;
 
-	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (ret || !srq->rq.ring || !(attr_mask & IBV_SRQ_MAX_WR))
+		return ret;
+	/* A ring keeps its slots; the kernel says how many may be used. */
+	ret = ibv_cmd_query_srq(ibsrq, &now, &qcmd, sizeof(qcmd));
+	if (ret)
+		return ret;
+	pthread_spin_lock(&srq->rq.lock);
+	srq->rq.max_wr = now.max_wr;
+	pthread_spin_unlock(&srq->rq.lock);
+	return 0;
 }
 
 int mr_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
@@ -112,6 +154,7 @@ int mr_destroy_srq(struct ibv_srq *ibsrq)
 	if (ret)
 		return ret;
 
+	mr_rq_unmap(&to_mr_srq(ibsrq)->rq);
 	free(to_mr_srq(ibsrq));
 	return 0;
 }
@@ -125,6 +168,12 @@ static int mr_cmd_post_srq_recv(void *obj, struct ibv_recv_wr *wr,
 int mr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr)
 {
+	struct mr_srq *srq = to_mr_srq(ibsrq);
+	bool kick;
+
+	/* SRQs never ask for a doorbell. */
+	if (srq->rq.ring)
+		return mr_rq_post(&srq->rq, wr, bad_wr, &kick);
 	return mr_post_recv_list(mr_cmd_post_srq_recv, ibsrq,
 				 to_mr_srq(ibsrq)->max_sge, wr, bad_wr);
 }

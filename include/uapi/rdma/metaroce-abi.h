@@ -143,6 +143,12 @@ struct metaroce_cqe {
  * outstanding, then reads producer again, so a work request published
  * before the flag was seen is never left behind.
  *
+ * When it rings the doorbell, the provider may set METAROCE_SQ_HINT_WAIT in
+ * hint (it had nothing outstanding and posts seldom: it will wait for the
+ * outcome). The kernel then sends what was posted before POST_SEND
+ * returns, on the caller's CPU; without the hint it does so from a
+ * workqueue, and the call returns at once.
+ *
  * The kernel copies each work request once and checks it as POST_SEND
  * would; one it refuses completes, in its place, with IB_WC_LOC_QP_OP_ERR.
  * A producer index more than sq_slots ahead of retired, or behind the work
@@ -153,24 +159,99 @@ struct metaroce_cqe {
 #define METAROCE_QP_SQ_RING		(1U << 0)
 #define METAROCE_SQ_RING_ENTRIES	128
 #define METAROCE_SQ_NEED_WAKEUP		(1U << 0)
+#define METAROCE_SQ_HINT_WAIT		(1U << 0)
+
+/*
+ * Receive queue rings (ibv_create_qp: RC and UD QPs without an SRQ) and SRQ
+ * rings (ibv_create_srq).
+ *
+ * With METAROCE_QP_RQ_RING in the create_qp request (or METAROCE_SRQ_RING in
+ * the create_srq one), the provider posts receive work requests into
+ * memory it maps (offset and size in the response) instead of through
+ * POST_RECV (POST_SRQ_RECV), which then fails with EINVAL when given work
+ * requests. The mapping starts with struct metaroce_rq_ring, followed at
+ * METAROCE_RQ_RING_ENTRIES by slots (a power of two, at least max_wr)
+ * entries of stride bytes each: a struct metaroce_rwqe and its num_sge
+ * struct metaroce_sge.
+ *
+ * producer counts the work requests written, consumer those whose slot
+ * the kernel no longer needs, modulo 2^32: for a QP, the receives
+ * completed (flushed ones included), which happens in order; for an SRQ,
+ * those a QP took (the kernel copies a work request when it takes it). The
+ * provider writes only while producer - consumer is below max_wr, then
+ * publishes producer (release). The kernel reads the ring when a message
+ * needs a receive, so no doorbell is needed, with one exception: a QP in
+ * the error state flushes its receives, and new ones are flushed only on
+ * the doorbell, POST_RECV with no work request. While the QP is in error
+ * the kernel sets METAROCE_RQ_NEED_WAKEUP, then flushes what the ring
+ * holds; the provider publishes producer, issues a full barrier and reads
+ * flags, so one of them sees the other's write.
+ *
+ * Each work request is copied once and checked as POST_RECV would; one
+ * with more SGEs than max_sge, or SGE lengths whose sum does not fit in 32
+ * bits, is taken as a receive without a buffer (a message with a payload
+ * completes on it with IB_WC_LOC_LEN_ERR). An impossible producer index is
+ * ignored until it is not. A QP's ring is reset with the QP (consumer is
+ * then set to producer). An SRQ with a ring can be resized only within its
+ * slots (EINVAL beyond); its limit event counts the work requests in the
+ * ring.
+ */
+#define METAROCE_QP_RQ_RING		(1U << 1)
+#define METAROCE_SRQ_RING		(1U << 0)
+#define METAROCE_RQ_RING_ENTRIES	128
+#define METAROCE_RQ_NEED_WAKEUP		(1U << 0)
 
 struct metaroce_create_qp_req {
-	__u32 comp_mask;	/* METAROCE_QP_SQ_RING or 0 */
+	__u32 comp_mask;	/* METAROCE_QP_SQ_RING, METAROCE_QP_RQ_RING */
 	__u32 reserved;		/* must be 0 */
 };
 
 struct metaroce_create_qp_resp {
-	__u32 comp_mask;	/* METAROCE_QP_SQ_RING if there is a ring */
+	__u32 comp_mask;	/* the METAROCE_QP_*_RING given */
 	__u32 sq_slots;		/* work requests in the ring (power of two) */
 	__u32 sq_stride;	/* bytes per work request, a multiple of 64 */
 	__u32 reserved;
 	__aligned_u64 sq_mmap_offset;
 	__aligned_u64 sq_mmap_size;
+	/* Since METAROCE_QP_RQ_RING (a shorter response lacks them). */
+	__u32 rq_slots;
+	__u32 rq_stride;	/* a multiple of 16 */
+	__aligned_u64 rq_mmap_offset;
+	__aligned_u64 rq_mmap_size;
+};
+
+struct metaroce_create_srq_req {
+	__u32 comp_mask;	/* METAROCE_SRQ_RING or 0 */
+	__u32 reserved;		/* must be 0 */
+};
+
+struct metaroce_create_srq_resp {
+	__u32 comp_mask;	/* METAROCE_SRQ_RING if there is a ring */
+	__u32 slots;
+	__u32 stride;		/* a multiple of 16 */
+	__u32 reserved;
+	__aligned_u64 mmap_offset;
+	__aligned_u64 mmap_size;
+};
+
+struct metaroce_rq_ring {
+	__u32 producer;		/* written by the provider */
+	__u32 reserved0[15];
+	__u32 consumer;		/* written by the kernel */
+	__u32 flags;		/* METAROCE_RQ_*, written by the kernel */
+	__u32 reserved1[14];
+};
+
+struct metaroce_rwqe {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 reserved;
 };
 
 struct metaroce_sq_ring {
 	__u32 producer;		/* written by the provider */
-	__u32 reserved0[15];
+	__u32 hint;		/* METAROCE_SQ_HINT_*, written by the provider */
+	__u32 reserved0[14];
 	__u32 retired;		/* written by the kernel */
 	__u32 flags;		/* METAROCE_SQ_*, written by the kernel */
 	__u32 reserved1[14];

@@ -5,9 +5,12 @@
  * recorders that can refuse the n-th work request, as the kernel does.
  * Posting to a send ring: what each slot holds, the doorbell only when the
  * kernel asks, a full ring, the checks, indices that wrap around, and the
- * checks on the ring a create response describes.
+ * checks on the ring a create response describes.  Posting to a receive
+ * ring (rq.c): the slots, the checks, a full ring, wrap-around, and the
+ * doorbell only when the kernel asks (a QP in the error state).
  */
 #include "qp.c"
+#include "rq.c"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -734,40 +737,167 @@ static void test_ring_setup(void)
 		.sq_mmap_size = METAROCE_SQ_RING_ENTRIES + 64 * 128,
 	}, bad;
 	struct ibv_context c = { .cmd_fd = -1 };
+	struct ibv_qp_cap cap = { .max_recv_wr = 16, .max_recv_sge = 2 };
 
 	r.comp_mask = 0;
-	tap(!mr_qp_setup_ring(&c, qp, &r) && !qp->sq_ring,
+	tap(!mr_qp_setup_ring(&c, qp, &r, &cap) && !qp->sq_ring && !qp->rq.ring,
 	    "setup: no ring offered: posting takes commands");
 	r.comp_mask = METAROCE_QP_SQ_RING;
 	bad = r;
 	bad.sq_slots = 32;
-	tap(mr_qp_setup_ring(&c, qp, &bad) == EPROTO,
+	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	    "setup: fewer slots than max_send_wr: EPROTO");
 	bad = r;
 	bad.sq_slots = 96;
-	tap(mr_qp_setup_ring(&c, qp, &bad) == EPROTO,
+	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	    "setup: slots not a power of two: EPROTO");
 	bad = r;
 	bad.sq_stride = 64 + 32;
-	tap(mr_qp_setup_ring(&c, qp, &bad) == EPROTO,
+	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	    "setup: a slot too small for 64 inline bytes: EPROTO");
 	bad = r;
 	bad.sq_mmap_size -= 8;
-	tap(mr_qp_setup_ring(&c, qp, &bad) == EPROTO,
+	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	    "setup: a mapping too small for its slots: EPROTO");
-	tap(mr_qp_setup_ring(&c, qp, &r) == EBADF && !qp->sq_ring,
+	tap(mr_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->sq_ring,
 	    "setup: a good response is mapped from the command file");
+
+	r.comp_mask = METAROCE_QP_RQ_RING;
+	r.rq_slots = 16;
+	r.rq_stride = sizeof(struct metaroce_rwqe) +
+		      2 * sizeof(struct metaroce_sge);
+	r.rq_mmap_size = METAROCE_RQ_RING_ENTRIES + 16 * r.rq_stride;
+	bad = r;
+	bad.rq_slots = 8;
+	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
+	    "setup: a receive ring with fewer slots than max_recv_wr: EPROTO");
+	bad = r;
+	bad.rq_stride -= 8;
+	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
+	    "setup: a receive slot too small for 2 SGEs: EPROTO");
+	bad = r;
+	bad.rq_mmap_size -= 8;
+	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
+	    "setup: a receive mapping too small for its slots: EPROTO");
+	tap(mr_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->rq.ring,
+	    "setup: a good receive ring is mapped from the command file");
+	mr_qp_free(qp);
+}
+
+#define RQ_SLOTS 8
+#define RQ_STRIDE (sizeof(struct metaroce_rwqe) + 2 * sizeof(struct metaroce_sge))
+
+static void make_rq_ring(struct mr_qp *qp, uint32_t start)
+{
+	qp->rq.size = METAROCE_RQ_RING_ENTRIES + RQ_SLOTS * RQ_STRIDE;
+	qp->rq.ring = mmap(NULL, qp->rq.size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (qp->rq.ring == MAP_FAILED || pthread_spin_init(&qp->rq.lock, 0))
+		abort();
+	qp->rq.slots = RQ_SLOTS;
+	qp->rq.stride = RQ_STRIDE;
+	qp->rq.max_wr = RQ_SLOTS - 2;	/* rounded up by the kernel */
+	qp->rq.max_sge = 2;
+	qp->rq.prod = start;
+	qp->rq.ring->producer = start;
+	qp->rq.ring->consumer = start;
+}
+
+static const struct metaroce_rwqe *rslot(const struct mr_qp *qp, uint32_t idx)
+{
+	return (const void *)((const uint8_t *)qp->rq.ring +
+			      METAROCE_RQ_RING_ENTRIES +
+			      (idx & (RQ_SLOTS - 1)) * RQ_STRIDE);
+}
+
+static void test_rq_ring(void)
+{
+	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
+	struct ibv_recv_wr wr[10], *bad = NULL;
+	const struct metaroce_sge *sge;
+	struct ibv_sge s[2] = {
+		{ .addr = 0x1000, .length = 100, .lkey = 5 },
+		{ .addr = 0x2000, .length = 200, .lkey = 6 },
+	};
+	uint32_t start = UINT32_MAX - 3;
+	int ret, i;
+	bool ok = true;
+
+	make_rq_ring(qp, start);
+	for (i = 0; i < 10; i++)
+		wr[i] = (struct ibv_recv_wr){
+			.wr_id = 100 + i,
+			.next = i + 1 < 10 ? &wr[i + 1] : NULL,
+			.sg_list = s,
+			.num_sge = i % 3,
+		};
+	k_reset();
+	qp->state = IBV_QPS_RESET;
+	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == wr && qp->rq.ring->producer == start,
+	    "receive ring: posting in RESET: EINVAL, nothing written");
+
+	qp->state = IBV_QPS_INIT;
+	wr[3].next = NULL;
+	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	for (i = 0; i < 4; i++) {
+		const struct metaroce_rwqe *w = rslot(qp, start + i);
+		int j;
+
+		sge = (const void *)(w + 1);
+		ok &= w->wr_id == (uint64_t)(100 + i) &&
+		      w->num_sge == (uint32_t)(i % 3);
+		for (j = 0; j < i % 3; j++)
+			ok &= sge[j].addr == s[j].addr &&
+			      sge[j].length == s[j].length &&
+			      sge[j].lkey == s[j].lkey;
+	}
+	tap(!ret && ok && qp->rq.ring->producer == start + 4 && !k.calls,
+	    "receive ring: 4 receives across 2^32 in their slots, no command");
+
+	wr[3].next = &wr[4];
+	wr[5].num_sge = 3;
+	ret = mr_post_recv(&qp->vqp.qp, &wr[4], &bad);
+	tap(ret == EINVAL && bad == &wr[5] && qp->rq.ring->producer == start + 5,
+	    "receive ring: 3 SGEs of 2: EINVAL, bad_wr is it, the one before posted");
+	wr[5].num_sge = 2;
+
+	ret = mr_post_recv(&qp->vqp.qp, &wr[5], &bad);
+	tap(ret == ENOMEM && bad == &wr[6] &&
+	    qp->rq.ring->producer == start + 6 && !k.calls,
+	    "receive ring: full at max_recv_wr (6): ENOMEM, bad_wr the 7th");
+
+	qp->rq.ring->consumer = start + 2;
+	ret = mr_post_recv(&qp->vqp.qp, &wr[6], &bad);
+	tap(ret == ENOMEM && bad == &wr[8] && qp->rq.ring->producer == start + 8,
+	    "receive ring: 2 completed, 2 more fit");
+
+	qp->rq.ring->consumer = start + 8;
+	qp->rq.ring->flags = METAROCE_RQ_NEED_WAKEUP;
+	qp->state = IBV_QPS_ERR;
+	wr[8].next = NULL;
+	ret = mr_post_recv(&qp->vqp.qp, &wr[8], &bad);
+	tap(!ret && k.calls == 1 && !k.nrecv &&
+	    qp->rq.ring->producer == start + 9,
+	    "receive ring: the kernel asks (error state): one doorbell, no work request in it");
+
+	qp->rq.ring->flags = 0;
+	qp->state = IBV_QPS_RTS;
+	ret = mr_post_recv(&qp->vqp.qp, &wr[9], &bad);
+	tap(!ret && k.calls == 1 && qp->rq.ring->producer == start + 10,
+	    "receive ring: without the flag, no doorbell");
 	mr_qp_free(qp);
 }
 
 int main(void)
 {
-	printf("1..56\n");
+	printf("1..67\n");
 	test_post_send();
 	test_post_recv();
 	test_wr_api();
 	test_ring_post();
 	test_ring_setup();
+	test_rq_ring();
 	if (test_failed)
 		printf("# %u of %u tests failed\n", test_failed, test_num);
 	return test_failed ? 1 : 0;

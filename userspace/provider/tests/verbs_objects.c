@@ -279,6 +279,29 @@ static void test_srq(struct env *e, struct ibv_mr *mr)
 	wr[0].next = NULL;
 	expect_ret(ibv_post_srq_recv(srq, wr, &bad_wr), 0,
 		   "ibv_post_srq_recv");
+	/* Fill it: max_wr receives fit (one is there), no more. */
+	for (i = 1; i < (int)sa.attr.max_wr; i++) {
+		ret = ibv_post_srq_recv(srq, wr, &bad_wr);
+		if (ret)
+			break;
+	}
+	tap(i == (int)sa.attr.max_wr, "ibv_post_srq_recv: %u receives fit (%d)",
+	    sa.attr.max_wr, i);
+	expect_ret(ibv_post_srq_recv(srq, wr, &bad_wr), ENOMEM,
+		   "ibv_post_srq_recv on a full SRQ");
+
+	/* Its ring has a fixed size: a resize cannot grow it. */
+	attr.max_wr = sa.attr.max_wr;
+	expect_ret(ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR), 0,
+		   "ibv_modify_srq: max_wr as it is");
+	attr.max_wr = sa.attr.max_wr * 2;
+	expect_ret(ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR), EINVAL,
+		   "ibv_modify_srq: max_wr beyond its ring");
+	memset(&attr, 0, sizeof(attr));
+	ret = ibv_query_srq(srq, &attr);
+	tap(!ret && attr.max_wr == sa.attr.max_wr,
+	    "ibv_query_srq: max_wr still %u (%u)", sa.attr.max_wr,
+	    attr.max_wr);
 
 	expect_ret(ibv_destroy_srq(srq), 0, "ibv_destroy_srq");
 
