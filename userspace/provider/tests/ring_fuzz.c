@@ -6,9 +6,10 @@
  *   ring_fuzz DEVICE_A DEVICE_B SECONDS [SEED]
  *
  * One RC QP pair between the two devices (both visible to this process)
- * streams RDMA WRITEs from A to B; meanwhile, on A's side, the process
- * writes random work requests and random indices into the QP's send ring,
- * random consumer indices into its CQ's ring, and rings the doorbell, as a
+ * streams RDMA WRITEs from A to B, and B sends to A now and then;
+ * meanwhile, on A's side, the process writes random work requests and
+ * random indices into the QP's send and receive rings, random consumer
+ * indices into its CQ's ring, and rings the doorbells, as a
  * buggy or malicious program could. Every 200 rounds the pair is reset and
  * connected again, so that the scribbles meet a QP in RTS as well as one
  * the first bad work request put in the error state. The kernel must take it all without a
@@ -169,19 +170,50 @@ static int post_write(struct pair *p, struct side *a, struct side *b,
 	return ibv_post_send(p->qa, &wr, &bad);
 }
 
+/* A SEND from B to A, whose receive ring is scribbled on. */
+static int post_send_to_a(struct pair *p, struct side *b, uint64_t wr_id)
+{
+	struct ibv_sge sge = { (uintptr_t)b->buf, MSG, b->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	return ibv_post_send(p->qb, &wr, &bad);
+}
+
+/* A receive into A's own memory, posted properly. */
+static int post_recv_a(struct pair *p, struct side *a)
+{
+	struct ibv_sge sge = {
+		(uintptr_t)a->buf + (rnd() % 16) * MSG, MSG, a->mr->lkey
+	};
+	struct ibv_recv_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(p->qa, &wr, &bad);
+}
+
 /*
- * One scribble on QP @q's send ring or CQ @cq's ring: random slots, random
- * indices, the doorbell. Only addresses inside B's window are written with
- * B's rkey; everything else is random, so the kernel refuses it.
+ * One scribble on QP @q's send or receive ring or CQ @cq's ring: random
+ * slots, random indices, the doorbell. Only addresses inside B's window are
+ * written with B's rkey, and receives name A's own memory (or beyond its
+ * end, which the kernel must refuse); everything else is random, so the
+ * kernel refuses it.
  */
-static void scribble(struct mr_qp *q, struct mr_cq *cq, const struct side *b,
-		     unsigned int *doorbells)
+static void scribble(struct mr_qp *q, struct mr_cq *cq, const struct side *a,
+		     const struct side *b, unsigned int *doorbells)
 {
 	struct ibv_send_wr *bad = NULL;
+	struct ibv_recv_wr *rbad = NULL;
+	struct mr_rq *r = &q->rq;
 	uint32_t idx, i;
 	uint8_t *slot;
 
-	switch (rnd() % 6) {
+	switch (rnd() % 8) {
 	case 0:	/* random bytes in a few slots, then publish them */
 	case 1:
 		for (i = 0; i < 1 + rnd() % 8; i++) {
@@ -231,6 +263,38 @@ static void scribble(struct mr_qp *q, struct mr_cq *cq, const struct side *b,
 		__atomic_store_n(&cq->ring->consumer, cq->consumer,
 				 __ATOMIC_RELEASE);
 		break;
+	case 5:	/* receive work requests: random bytes, or plausible */
+		for (i = 0; i < 1 + rnd() % 4; i++) {
+			idx = r->prod + i;
+			slot = (uint8_t *)r->ring + METAROCE_RQ_RING_ENTRIES +
+			       (size_t)(idx & (r->slots - 1)) * r->stride;
+			for (size_t o = 0; o < r->stride; o += 8)
+				*(uint64_t *)(slot + o) = rnd();
+			if (rnd() % 2) {
+				struct metaroce_rwqe *w = (void *)slot;
+				struct metaroce_sge *sg = (void *)(w + 1);
+
+				w->num_sge = rnd() % 3;
+				sg->lkey = a->mr->lkey;
+				sg->addr = (uintptr_t)a->buf +
+					   rnd() % (BUF_SIZE + MSG);
+				sg->length = rnd() % (2 * MSG);
+			}
+		}
+		r->prod += i;
+		__atomic_store_n(&r->ring->producer, r->prod,
+				 __ATOMIC_RELEASE);
+		break;
+	case 6:	/* the receive ring's indices and flags */
+		__atomic_store_n(&r->ring->producer, (uint32_t)rnd(),
+				 __ATOMIC_RELEASE);
+		ibv_cmd_post_recv(&q->vqp.qp, NULL, &rbad);
+		(*doorbells)++;
+		__atomic_store_n(&r->ring->producer, r->prod,
+				 __ATOMIC_RELEASE);
+		r->ring->consumer = (uint32_t)rnd();
+		r->ring->flags = (uint32_t)rnd();
+		break;
 	default:
 		break;
 	}
@@ -258,7 +322,7 @@ static bool pair_works(struct pair *p, struct side *a, struct side *b)
 int main(int argc, char **argv)
 {
 	unsigned int doorbells = 0, writes = 0, errors = 0, posted = 0;
-	unsigned int good = 0;
+	unsigned int good = 0, recvs = 0;
 	unsigned int rounds = 0, resets = 0;
 	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
 	struct ibv_qp_attr err_attr = { .qp_state = IBV_QPS_ERR };
@@ -287,8 +351,9 @@ int main(int argc, char **argv)
 	open_side(&b, list, argv[2]);
 	make_pair(&fz, &a, &b);
 	make_pair(&ok, &a, &b);
-	if (!to_mr_qp(fz.qa)->sq_ring || !to_mr_cq(fz.cqa)->ring)
-		bail_out("no send ring or CQ ring: nothing to fuzz");
+	if (!to_mr_qp(fz.qa)->sq_ring || !to_mr_qp(fz.qa)->rq.ring ||
+	    !to_mr_cq(fz.cqa)->ring)
+		bail_out("no send, receive or CQ ring: nothing to fuzz");
 
 	tap(pair_works(&ok, &a, &b), "before: the other pair carries data");
 
@@ -301,14 +366,23 @@ int main(int argc, char **argv)
 			posted++;
 		/* Half the rounds: some traffic between the scribbles. */
 		if (rnd() % 2)
-			scribble(to_mr_qp(fz.qa), to_mr_cq(fz.cqa), &b,
+			scribble(to_mr_qp(fz.qa), to_mr_cq(fz.cqa), &a, &b,
 				 &doorbells);
+		/* SENDs into A's receive ring, some with a real receive. */
+		if (rnd() % 4 == 0) {
+			if (rnd() % 2)
+				post_recv_a(&fz, &a);
+			post_send_to_a(&fz, &b, posted);
+		}
 		n = ibv_poll_cq(fz.cqa, 32, wc);
 		for (int j = 0; j < n; j++) {
 			writes++;
+			recvs += wc[j].opcode == IBV_WC_RECV;
 			errors += wc[j].status != IBV_WC_SUCCESS;
 			good += wc[j].status == IBV_WC_SUCCESS;
 		}
+		while (ibv_poll_cq(fz.cqb, 32, wc) > 0)
+			;
 		if (rnd() % 64 == 0)
 			usleep(1000);
 		if (++rounds % 200 == 0) {
@@ -321,8 +395,9 @@ int main(int argc, char **argv)
 			resets++;
 		}
 	}
-	diag("%u rounds, %u resets, %u posts, %u doorbells, %u completions (%u with an error)",
-	     rounds, resets, posted, doorbells, writes, errors);
+	diag("%u rounds, %u resets, %u posts, %u doorbells, %u completions (%u with an error, %u of receives)",
+	     rounds, resets, posted, doorbells, writes, errors, recvs);
+	tap(recvs > 0, "receives completed on the scribbled QP (%u)", recvs);
 	tap(resets > 0, "the scribbled pair was reset and connected again %u times",
 	    resets);
 	tap(good > 0 && errors > 0,
