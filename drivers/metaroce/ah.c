@@ -9,6 +9,8 @@
  */
 
 #include <net/ipv6.h>
+#include <rdma/uverbs_ioctl.h>
+#include <uapi/rdma/metaroce-abi.h>
 
 #include "metaroce.h"
 #include "objects.h"
@@ -49,14 +51,63 @@ int mr_addr_from_ah_attr(const struct rdma_ah_attr *attr,
 	return 0;
 }
 
+/* Give a user AH a number, for send rings, and tell the process. */
+static int mr_ah_number(struct mr_ah *ah, gfp_t gfp, struct ib_udata *udata)
+{
+	struct mr_dev *dev = to_mr_dev(ah->ibah.device);
+	struct metaroce_create_ah_resp resp = {};
+	struct mr_ah_ref *ref;
+	int err;
+
+	ref = kzalloc(sizeof(*ref), gfp);
+	if (!ref)
+		return -ENOMEM;
+	ref->addr = ah->addr;
+	ref->pd = ah->ibah.pd;
+	ref->tclass = ah->tclass;
+	err = xa_alloc_cyclic(&dev->ahs, &ah->ahn, ref, xa_limit_32b,
+			      &dev->next_ahn, gfp);
+	if (err < 0) {
+		kfree(ref);
+		return err;
+	}
+	ah->ref = ref;
+	resp.ahn = ah->ahn;
+	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+	if (err) {
+		xa_erase(&dev->ahs, ah->ahn);
+		kfree_rcu(ref, rcu);
+		ah->ref = NULL;
+	}
+	return err;
+}
+
+int mr_ah_lookup(struct mr_dev *dev, u32 ahn, struct ib_pd *pd,
+		 struct mr_addr *addr, u8 *tclass)
+{
+	const struct mr_ah_ref *ref;
+	int err = -EINVAL;
+
+	rcu_read_lock();
+	ref = xa_load(&dev->ahs, ahn);
+	if (ref && ref->pd == pd) {
+		*addr = ref->addr;
+		*tclass = ref->tclass;
+		err = 0;
+	}
+	rcu_read_unlock();
+	return err;
+}
+
 /**
  * mr_create_ah() - create an address handle (kernel and user)
  * @ibah: the AH, allocated by ib_core, which holds the sgid_attr
  * @init: the address vector and RDMA_CREATE_AH_* flags
- * @udata: no driver-specific request or response is defined
+ * @udata: no driver-specific request; the response (struct
+ *	metaroce_create_ah_resp) gives a user AH's number
  *
- * Return: 0, -EINVAL (see mr_addr_from_ah_attr()) or -EOPNOTSUPP (a
- * driver request).
+ * Return: 0, -EINVAL (see mr_addr_from_ah_attr()), -EOPNOTSUPP (a driver
+ * request), -ENOMEM or -EFAULT.
  */
 int mr_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		 struct ib_udata *udata)
@@ -76,6 +127,10 @@ int mr_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	/* ib_core holds the GID attribute in ibah->sgid_attr. */
 	ah->attr = *attr;
 	ah->attr.grh.sgid_attr = NULL;
+	ah->ref = NULL;
+	if (udata)
+		return mr_ah_number(ah, init->flags & RDMA_CREATE_AH_SLEEPABLE ?
+				    GFP_KERNEL : GFP_ATOMIC, udata);
 	return 0;
 }
 
@@ -88,5 +143,12 @@ int mr_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
 
 int mr_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
+	struct mr_ah *ah = to_mr_ah(ibah);
+
+	if (ah->ref) {
+		xa_erase(&to_mr_dev(ibah->device)->ahs, ah->ahn);
+		/* A send ring's reader may be copying it. */
+		kfree_rcu(ah->ref, rcu);
+	}
 	return 0;
 }

@@ -106,6 +106,7 @@ static int mr_dev_setup(struct mr_dev *dev, struct net_device *ndev)
 	ida_init(&dev->pd_ida);
 	mr_mem_table_init(dev);
 	xa_init_flags(&dev->qps, XA_FLAGS_ALLOC);
+	xa_init_flags(&dev->ahs, XA_FLAGS_ALLOC1);
 	mr_peers_init(dev);
 	netdev_hold(ndev, &dev->ndev_tracker, GFP_KERNEL);
 	dev->ndev = ndev;
@@ -300,6 +301,8 @@ void mr_dealloc_driver(struct ib_device *ibdev)
 	mr_napi_destroy(dev);
 	WARN_ON(!xa_empty(&dev->qps));
 	xa_destroy(&dev->qps);
+	WARN_ON(!xa_empty(&dev->ahs));
+	xa_destroy(&dev->ahs);
 	if (dev->mrn) {
 		mutex_lock(&mr_lock);
 		mr_net_put(dev->mrn);

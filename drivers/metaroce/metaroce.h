@@ -105,6 +105,9 @@ struct mr_dev {
 	 */
 	struct xarray qps;
 	u32 next_qpn;
+	/* User AHs by number (send rings name them so), RCU readers. */
+	struct xarray ahs;
+	u32 next_ahn;
 	struct mr_conn_cfg conn_cfg;	/* for new peers */
 	u32 ud_epoch;			/* epoch field of UD packets */
 	u8 tclass;			/* traffic class of RC packets */

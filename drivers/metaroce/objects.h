@@ -57,8 +57,9 @@ static inline bool mr_udata_no_request(struct ib_udata *udata)
 }
 
 /*
- * The optional driver request of create_cq, resize_cq and create_qp:
- * { u32 comp_mask; u32 reserved; } (uapi/rdma/metaroce-abi.h). Sets
+ * The optional driver request of create_cq, resize_cq, create_qp and
+ * create_srq: { u32 comp_mask; u32 reserved; } (uapi/rdma/metaroce-abi.h).
+ * Sets
  * @comp_mask (0 without a request). -EOPNOTSUPP for what a newer provider
  * may ask (bits outside @known, a longer request that is not zeroes),
  * -EINVAL for the reserved field set, -EFAULT.
@@ -297,13 +298,33 @@ struct mr_addr {
 	bool ipv4;
 };
 
+/*
+ * What a UD send ring's work request gets from a user AH, by number: freed
+ * after an RCU grace period, as ib_core frees the AH itself at once.
+ */
+struct mr_ah_ref {
+	struct mr_addr addr;
+	struct ib_pd *pd;
+	u8 tclass;
+	struct rcu_head rcu;
+};
+
 struct mr_ah {
 	struct ib_ah ibah;
 	struct mr_addr addr;
 	u8 tclass;		/* GRH traffic class: DSCP << 2, ECN bits unused */
 	u8 hop_limit;
 	struct rdma_ah_attr attr;	/* for query_ah; no sgid_attr */
+	struct mr_ah_ref *ref;	/* user AHs, in dev->ahs at ahn */
+	u32 ahn;
 };
+
+/*
+ * The address of user AH @ahn if it exists and belongs to @pd (for a send
+ * ring's work request): 0 or -EINVAL. Any context.
+ */
+int mr_ah_lookup(struct mr_dev *dev, u32 ahn, struct ib_pd *pd,
+		 struct mr_addr *addr, u8 *tclass);
 
 static inline struct mr_ah *to_mr_ah(struct ib_ah *ibah)
 {
@@ -399,7 +420,7 @@ struct mr_ibqp {
 	unsigned long retire;		/* MR_QP_RETIRING, MR_QP_RETIRE_AGAIN */
 	struct list_head work_node;	/* dev->qp_work: has new send WQEs */
 	bool on_work;			/* under dev->work_lock */
-	/* User RC QPs with a send ring (uapi/rdma/metaroce-abi.h). */
+	/* User RC and UD QPs with a send ring (uapi/rdma/metaroce-abi.h). */
 	struct metaroce_sq_ring *sq_ring;	/* its slots: sq.size */
 	struct mr_umap *sq_umap;
 	u32 sq_ring_stride;

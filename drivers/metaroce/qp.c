@@ -618,6 +618,8 @@ static u8 mr_qp_ud_send(struct mr_ibqp *qp, const struct mr_swqe *wqe)
 	int hlen;
 	u16 sport;
 
+	if (READ_ONCE(wqe->refused))
+		return IB_WC_LOC_QP_OP_ERR;
 	h.opcode = MR_OP_UD_SEND;
 	h.epoch = dev->ud_epoch;
 	h.tsval = (u32)ktime_get_ns();
@@ -962,9 +964,12 @@ static const u8 *mr_sq_ring_slot(struct mr_ibqp *qp, u32 idx)
 	       (size_t)(idx & (qp->sq.size - 1)) * qp->sq_ring_stride;
 }
 
-/* What POST_SEND takes from a process for an RC QP. */
-static bool mr_sq_ring_opcode_ok(u32 opcode)
+/* What POST_SEND takes from a process for an RC (or UD) QP. */
+static bool mr_sq_ring_opcode_ok(struct mr_ibqp *qp, u32 opcode)
 {
+	if (!mr_qp_is_rc(qp))
+		return opcode == IB_UVERBS_WR_SEND ||
+		       opcode == IB_UVERBS_WR_SEND_WITH_IMM;
 	switch (opcode) {
 	case IB_UVERBS_WR_RDMA_WRITE:
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
@@ -997,8 +1002,10 @@ static void mr_sq_ring_take(struct mr_ibqp *qp, u32 idx)
 	union {
 		struct ib_rdma_wr rdma;
 		struct ib_atomic_wr atomic;
+		struct ib_ud_wr ud;
 	} u = {};
 	struct ib_send_wr *wr = &u.rdma.wr;
+	struct mr_ah ah;
 	union {
 		struct ib_sge sge[METAROCE_MAX_SGE];
 		u8 data[MR_MAX_INLINE];
@@ -1008,7 +1015,7 @@ static void mr_sq_ring_take(struct mr_ibqp *qp, u32 idx)
 
 	memcpy(&uw, slot, sizeof(uw));
 	slot += sizeof(uw);
-	if (!mr_sq_ring_opcode_ok(uw.opcode) ||
+	if (!mr_sq_ring_opcode_ok(qp, uw.opcode) ||
 	    (uw.send_flags & ~MR_SQ_RING_SEND_FLAGS))
 		goto refuse;
 	wr->wr_id = uw.wr_id;
@@ -1018,8 +1025,16 @@ static void mr_sq_ring_take(struct mr_ibqp *qp, u32 idx)
 		wr->ex.invalidate_rkey = uw.imm;
 	else
 		wr->ex.imm_data = (__force __be32)uw.imm;
-	if (uw.opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
-	    uw.opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD) {
+	if (!mr_qp_is_rc(qp)) {
+		/* The AH by number: the process's, of the QP's PD. */
+		if (mr_ah_lookup(qp->dev, uw.ud.ahn, qp->ibqp.pd, &ah.addr,
+				 &ah.tclass))
+			goto refuse;
+		u.ud.ah = &ah.ibah;
+		u.ud.remote_qpn = uw.ud.remote_qpn;
+		u.ud.remote_qkey = uw.ud.remote_qkey;
+	} else if (uw.opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+		   uw.opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD) {
 		u.atomic.remote_addr = uw.remote_addr;
 		u.atomic.rkey = uw.rkey;
 		u.atomic.compare_add = uw.compare_add;
@@ -1156,7 +1171,7 @@ static enum hrtimer_restart mr_qp_sq_linger(struct hrtimer *timer)
 }
 
 /*
- * Create the rings the process asked for: a send ring (RC only) and a
+ * Create the rings the process asked for: a send ring (RC and UD) and a
  * receive ring (RC and UD, without an SRQ).
  */
 static int mr_qp_rings_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
@@ -1177,8 +1192,9 @@ static int mr_qp_rings_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
 	     udata->outlen < offsetofend(typeof(resp), sq_mmap_size)) ||
 	    ((comp_mask & METAROCE_QP_RQ_RING) && udata->outlen < sizeof(resp)))
 		return -EINVAL;
-	/* UD work requests name address handles: they keep POST_SEND. */
-	if ((comp_mask & METAROCE_QP_SQ_RING) && init->qp_type == IB_QPT_RC) {
+	/* Not the GSI QP's (kernel only anyway). */
+	if ((comp_mask & METAROCE_QP_SQ_RING) &&
+	    (init->qp_type == IB_QPT_RC || init->qp_type == IB_QPT_UD)) {
 		payload = max(qp->max_send_sge *
 			      (u32)sizeof(struct metaroce_sge), qp->max_inline);
 		qp->sq_ring_stride = ALIGN(sizeof(struct metaroce_swqe) +

@@ -14,8 +14,10 @@
 #               strace, are its posts
 #   stream_syscalls  and while ib_write_bw streams, posting takes none
 #               either (the send ring): under 0.05 per work request
+#   recv_syscalls  nor, while ib_send_bw streams, does its server's
+#               posting of receives (the receive ring)
 #   ring_fuzz   a process that scribbles on its own rings harms nobody
 #
 # (its other ibverbs-utils pingpongs are verbs_apps' business).
 exec "$(dirname "$0")/../../userspace/provider/tests/vm_verbs.sh" objects pair poll_syscalls \
-	stream_syscalls ring_fuzz
+	stream_syscalls recv_syscalls ring_fuzz

@@ -142,9 +142,16 @@ struct mr_qp {
 	uint64_t sq_gap;		/* ns: mean time between posts */
 	uint32_t sq_hint;		/* what sq_ring->hint holds */
 	bool sq_was_idle;		/* the last post found nothing outstanding */
+	uint32_t ud_max_msg;		/* UD: bytes a datagram may carry, 0: ? */
 	pthread_spinlock_t sq_lock;
 	enum ibv_qp_state state;
 	struct mr_rq rq;		/* RC and UD QPs without an SRQ */
+};
+
+/* An AH and its number, which a UD send ring's work requests carry. */
+struct mr_ah {
+	struct ibv_ah ibv_ah;
+	uint32_t ahn;
 };
 
 struct mr_srq {
@@ -219,6 +226,14 @@ struct mr_create_qp_resp {
 	struct metaroce_create_qp_resp drv;
 };
 
+struct mr_create_ah_resp {
+	struct ib_uverbs_create_ah_resp ibv;
+	struct metaroce_create_ah_resp drv;
+};
+
+MR_CHECK_CMD_LAYOUT(mr_create_ah_resp, ib_uverbs_create_ah_resp,
+		    metaroce_create_ah_resp);
+
 struct mr_create_srq_cmd {
 	struct ibv_create_srq ibv;
 	struct metaroce_create_srq_req drv;
@@ -273,6 +288,11 @@ static inline struct mr_context *to_mr_ctx(struct ibv_context *ibctx)
 static inline struct mr_pd *to_mr_pd(struct ibv_pd *ibpd)
 {
 	return mr_container_of(ibpd, struct mr_pd, ibv_pd);
+}
+
+static inline struct mr_ah *to_mr_ah(struct ibv_ah *ibah)
+{
+	return mr_container_of(ibah, struct mr_ah, ibv_ah);
 }
 
 static inline struct mr_cq *to_mr_cq(struct ibv_cq *ibcq)

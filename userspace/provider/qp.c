@@ -100,10 +100,15 @@ static int mr_ring_write(struct mr_qp *qp, const struct ibv_send_wr *wr,
 			(size_t)(idx & (qp->sq_slots - 1)) * qp->sq_stride;
 	struct metaroce_swqe *w = (struct metaroce_swqe *)slot;
 	struct metaroce_sge *sge = (struct metaroce_sge *)(w + 1);
-	bool atomic = false;
+	bool atomic = false, ud = qp->vqp.qp.qp_type == IBV_QPT_UD;
 	uint64_t len = 0;
 	int i;
 
+	/* UD: sends only, to an AH of this context. */
+	if (ud && ((wr->opcode != IBV_WR_SEND &&
+		    wr->opcode != IBV_WR_SEND_WITH_IMM) ||
+		   !wr->wr.ud.ah || wr->wr.ud.ah->context != qp->vqp.qp.context))
+		return EINVAL;
 	switch (wr->opcode) {
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
@@ -177,6 +182,13 @@ static int mr_ring_write(struct mr_qp *qp, const struct ibv_send_wr *wr,
 		   wr->opcode == IBV_WR_RDMA_READ) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
+	} else if (ud) {
+		/* A datagram fits in one packet (the MTU at creation). */
+		if (qp->ud_max_msg && len > qp->ud_max_msg)
+			return EINVAL;
+		w->ud.ahn = to_mr_ah(wr->wr.ud.ah)->ahn;
+		w->ud.remote_qpn = wr->wr.ud.remote_qpn;
+		w->ud.remote_qkey = wr->wr.ud.remote_qkey;
 	}
 	return 0;
 }
@@ -198,6 +210,7 @@ static int mr_ring_write(struct mr_qp *qp, const struct ibv_send_wr *wr,
  * saves a wakeup on another CPU.
  */
 #define MR_RING_PAUSE_NS 40000ULL
+#define MR_RING_WAIT_NS 15000ULL
 #define MR_RING_GAP_MAX 1000000ULL
 
 static uint64_t mr_now_ns(void)
@@ -259,11 +272,14 @@ static int mr_ring_post_send(struct mr_qp *qp, struct ibv_send_wr *wr,
 		qp->sq_last_post = now;
 		kick = idle && qp->sq_gap >= MR_RING_PAUSE_NS;
 		/*
-		 * Twice in a row with nothing outstanding: a process that
-		 * waits for each answer.  (A streaming one finds its queue
-		 * empty at the start of a burst, not twice running.)
+		 * Twice in a row with nothing outstanding, and a pause just
+		 * now: a process that waits for each answer.  A streaming
+		 * one finds its queue empty at the start of a burst, not
+		 * twice running; and when a doorbell sent (and completed) its
+		 * last work request before returning, it posts the next at
+		 * once, with no pause.
 		 */
-		wait = kick && qp->sq_was_idle;
+		wait = kick && qp->sq_was_idle && gap >= MR_RING_WAIT_NS;
 		qp->sq_was_idle = idle;
 		kick = kick || (__atomic_load_n(&qp->sq_ring->flags,
 						__ATOMIC_RELAXED) &
@@ -893,7 +909,9 @@ static struct mr_qp *mr_qp_alloc(void)
 		return NULL;
 	}
 	qp->state = IBV_QPS_RESET;
+	/* A QP's first posts count as a waiting process's: sent at once. */
 	qp->sq_gap = MR_RING_GAP_MAX;
+	qp->sq_was_idle = true;
 	return qp;
 }
 
@@ -944,11 +962,34 @@ static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mr_qp *qp,
 	return 0;
 }
 
-/* Send rings for RC QPs (UD work requests name address handles). */
+/*
+ * A UD QP with a send ring: the kernel refuses a datagram longer than the
+ * port's MTU; posting checks it against the MTU now, so that the error
+ * comes from ibv_post_send() as before (if the MTU changes later, the
+ * kernel's check still holds: the work request completes in error).
+ */
+static void mr_qp_ud_limit(struct ibv_context *ibctx, struct mr_qp *qp)
+{
+	struct ibv_port_attr pa;
+
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD && qp->sq_ring &&
+	    !ibv_query_port(ibctx, 1, &pa) && pa.active_mtu >= IBV_MTU_256 &&
+	    pa.active_mtu <= IBV_MTU_4096)
+		qp->ud_max_msg = 128U << pa.active_mtu;
+}
+
 static uint32_t mr_qp_rings_wanted(enum ibv_qp_type type, struct ibv_srq *srq)
 {
-	return (type == IBV_QPT_RC ? METAROCE_QP_SQ_RING : 0) |
-	       (srq ? 0 : METAROCE_QP_RQ_RING);
+	return METAROCE_QP_SQ_RING | (srq ? 0 : METAROCE_QP_RQ_RING);
+}
+
+/*
+ * A kernel refuses request bits it does not know (EOPNOTSUPP): an older
+ * one knows send rings but not receive rings, an older still neither.
+ */
+static uint32_t mr_qp_rings_fewer(uint32_t want)
+{
+	return want & METAROCE_QP_RQ_RING ? want & ~METAROCE_QP_RQ_RING : 0;
 }
 
 struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
@@ -970,8 +1011,13 @@ struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 		return NULL;
 
 	cmd.drv.comp_mask = mr_qp_rings_wanted(attr->qp_type, attr->srq);
-	ret = ibv_cmd_create_qp(ibpd, &qp->vqp.qp, attr, &cmd.ibv, sizeof(cmd),
-				&resp.ibv, sizeof(resp));
+	for (;;) {
+		ret = ibv_cmd_create_qp(ibpd, &qp->vqp.qp, attr, &cmd.ibv,
+					sizeof(cmd), &resp.ibv, sizeof(resp));
+		if (ret != EOPNOTSUPP || !cmd.drv.comp_mask)
+			break;
+		cmd.drv.comp_mask = mr_qp_rings_fewer(cmd.drv.comp_mask);
+	}
 	if (ret) {
 		mr_qp_free(qp);
 		errno = ret;
@@ -985,6 +1031,7 @@ struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 		errno = ret;
 		return NULL;
 	}
+	mr_qp_ud_limit(ibpd->context, qp);
 	return &qp->vqp.qp;
 }
 
@@ -1026,8 +1073,14 @@ struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
 	qp->vqp.comp_mask = ~0U;
 	a.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	cmd.drv.comp_mask = mr_qp_rings_wanted(attr->qp_type, attr->srq);
-	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, &a, &cmd.ibv, sizeof(cmd),
-				   &resp.ibv, sizeof(resp));
+	for (;;) {
+		ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, &a, &cmd.ibv,
+					   sizeof(cmd), &resp.ibv,
+					   sizeof(resp));
+		if (ret != EOPNOTSUPP || !cmd.drv.comp_mask)
+			break;
+		cmd.drv.comp_mask = mr_qp_rings_fewer(cmd.drv.comp_mask);
+	}
 	if (ret) {
 		mr_qp_free(qp);
 		errno = ret;
@@ -1049,6 +1102,7 @@ struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
 		errno = ret;
 		return NULL;
 	}
+	mr_qp_ud_limit(ibctx, qp);
 
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		qp->send_ops_flags = attr->send_ops_flags;

@@ -39,6 +39,12 @@ struct ibv_srq *mr_create_srq(struct ibv_pd *ibpd,
 	cmd.drv.comp_mask = METAROCE_SRQ_RING;
 	ret = ibv_cmd_create_srq(ibpd, &srq->vsrq.srq, attr, &cmd.ibv,
 				 sizeof(cmd), &resp.ibv, sizeof(resp));
+	/* A kernel without SRQ rings refuses the request. */
+	if (ret == EOPNOTSUPP) {
+		cmd.drv.comp_mask = 0;
+		ret = ibv_cmd_create_srq(ibpd, &srq->vsrq.srq, attr, &cmd.ibv,
+					 sizeof(cmd), &resp.ibv, sizeof(resp));
+	}
 	if (ret) {
 		free(srq);
 		errno = ret;
@@ -95,6 +101,13 @@ struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
 	cmd.drv.comp_mask = METAROCE_SRQ_RING;
 	ret = ibv_cmd_create_srq_ex(ibctx, &srq->vsrq, &a, &cmd.ibv,
 				    sizeof(cmd), &resp.ibv, sizeof(resp));
+	/* A kernel without SRQ rings refuses the request. */
+	if (ret == EOPNOTSUPP) {
+		cmd.drv.comp_mask = 0;
+		ret = ibv_cmd_create_srq_ex(ibctx, &srq->vsrq, &a, &cmd.ibv,
+					    sizeof(cmd), &resp.ibv,
+					    sizeof(resp));
+	}
 	if (ret) {
 		free(srq);
 		errno = ret;

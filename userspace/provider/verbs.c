@@ -176,21 +176,24 @@ int mr_dereg_mr(struct verbs_mr *vmr)
 
 struct ibv_ah *mr_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
-	struct ib_uverbs_create_ah_resp resp;
-	struct ibv_ah *ah;
+	struct mr_create_ah_resp resp = {};
+	struct mr_ah *ah;
 	int ret;
 
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)
 		return NULL;
 
-	ret = ibv_cmd_create_ah(ibpd, ah, attr, &resp, sizeof(resp));
+	ret = ibv_cmd_create_ah(ibpd, &ah->ibv_ah, attr, &resp.ibv,
+				sizeof(resp));
 	if (ret) {
 		free(ah);
 		errno = ret;
 		return NULL;
 	}
-	return ah;
+	/* Its name in a UD send ring (0 from a kernel that has none). */
+	ah->ahn = resp.drv.ahn;
+	return &ah->ibv_ah;
 }
 
 int mr_destroy_ah(struct ibv_ah *ah)
@@ -201,6 +204,6 @@ int mr_destroy_ah(struct ibv_ah *ah)
 	if (ret)
 		return ret;
 
-	free(ah);
+	free(to_mr_ah(ah));
 	return 0;
 }

@@ -32,6 +32,16 @@ struct metaroce_alloc_ucontext_resp {
 	__u32 reserved;
 };
 
+/*
+ * ibv_create_ah(): kernel -> provider. ahn names the AH in the send work
+ * requests of a UD QP's send ring (struct metaroce_swqe.ud); it is
+ * valid until the AH is destroyed, and only on QPs of the AH's PD.
+ */
+struct metaroce_create_ah_resp {
+	__u32 ahn;
+	__u32 reserved;
+};
+
 /* ibv_alloc_pd(): kernel -> provider. */
 struct metaroce_alloc_pd_resp {
 	__u32 pdn;		/* protection domain number, unique per device */
@@ -121,9 +131,9 @@ struct metaroce_cqe {
 };
 
 /*
- * Send queue rings (ibv_create_qp, ibv_create_qp_ex; RC QPs).
+ * Send queue rings (ibv_create_qp, ibv_create_qp_ex; RC and UD QPs).
  *
- * A provider that sets METAROCE_QP_SQ_RING in the request of an RC QP
+ * A provider that sets METAROCE_QP_SQ_RING in the request of a QP
  * posts its send work requests into memory it maps (mmap() of the uverbs
  * file at sq_mmap_offset, sq_mmap_size bytes, read and write) instead of
  * through the POST_SEND command. The mapping starts with struct
@@ -260,14 +270,27 @@ struct metaroce_sq_ring {
 /*
  * A send work request: opcode takes the values of enum ib_uverbs_wr_opcode
  * (libibverbs' IBV_WR_*) and send_flags those of libibverbs' IBV_SEND_*
- * (the kernel's IB_SEND_*); imm is immediate data in network byte order or the rkey to
- * invalidate in host order.
+ * (the kernel's IB_SEND_*); imm is immediate data in network byte order or
+ * the rkey to invalidate in host order. On a UD QP, ud replaces the RDMA
+ * and atomic fields: the AH (struct metaroce_create_ah_resp.ahn, of the
+ * QP's PD; another work request completes with IB_WC_LOC_QP_OP_ERR), the
+ * destination QP and its Q_Key (high bit set: the QP's own).
  */
 struct metaroce_swqe {
 	__aligned_u64 wr_id;
-	__aligned_u64 remote_addr;	/* RDMA and atomics */
-	__aligned_u64 compare_add;	/* atomics */
-	__aligned_u64 swap;		/* compare and swap */
+	union {
+		struct {
+			__aligned_u64 remote_addr;	/* RDMA and atomics */
+			__aligned_u64 compare_add;	/* atomics */
+			__aligned_u64 swap;		/* compare and swap */
+		};
+		struct {
+			__u32 ahn;
+			__u32 remote_qpn;
+			__u32 remote_qkey;
+			__u32 reserved[3];
+		} ud;
+	};
 	__u32 opcode;
 	__u32 send_flags;
 	__u32 num_sge;			/* without IBV_SEND_INLINE */

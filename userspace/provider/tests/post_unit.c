@@ -3,9 +3,10 @@
  * post_unit: qp.c's posting and ibv_wr_* code against a fake kernel, no
  * device needed (prints TAP).  ibv_cmd_post_send/recv are replaced by
  * recorders that can refuse the n-th work request, as the kernel does.
- * Posting to a send ring: what each slot holds, the doorbell only when the
- * kernel asks, a full ring, the checks, indices that wrap around, and the
- * checks on the ring a create response describes.  Posting to a receive
+ * Posting to a send ring (RC, and UD with AH numbers): what each slot
+ * holds, the doorbell only when the kernel asks, a full ring, the checks,
+ * indices that wrap around, and the checks on the ring a create response
+ * describes.  Posting to a receive
  * ring (rq.c): the slots, the checks, a full ring, wrap-around, and the
  * doorbell only when the kernel asks (a QP in the error state).
  */
@@ -111,13 +112,28 @@ int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	return fake_post_recv(ibqp, wr, bad_wr);
 }
 
-/* Not reached by these tests. */
+/*
+ * An older kernel: it refuses the request bits in @k_unknown_rings with
+ * EOPNOTSUPP, and offers no ring.
+ */
+static uint32_t k_unknown_rings, k_masks[4];
+static unsigned int k_creates;
+
 int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		      struct ibv_qp_init_attr *attr,
 		      struct ibv_create_qp *cmd, size_t cmd_size,
 		      struct ib_uverbs_create_qp_resp *resp, size_t resp_size)
 {
-	return ENOSYS;
+	uint32_t mask = ((struct mr_create_qp_cmd *)cmd)->drv.comp_mask;
+
+	if (k_creates < 4)
+		k_masks[k_creates] = mask;
+	k_creates++;
+	if (mask & k_unknown_rings)
+		return EOPNOTSUPP;
+	qp->context = pd->context;
+	qp->qp_type = attr->qp_type;
+	return 0;
 }
 
 int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
@@ -727,6 +743,89 @@ static void test_ring_post(void)
 	mr_qp_free(qp);
 }
 
+static void test_ud_ring(void)
+{
+	struct mr_qp *qp = make_ring_qp(5);
+	struct mr_ah mah = { .ibv_ah = { .context = &ctx }, .ahn = 77 };
+	struct mr_ah oah = { .ibv_ah = { .context = &other_ctx }, .ahn = 78 };
+	struct ibv_send_wr wr[1], *bad = NULL;
+	const struct metaroce_swqe *w;
+	int ret;
+
+	qp->vqp.qp.qp_type = IBV_QPT_UD;
+	qp->ud_max_msg = 1024;
+	k_reset();
+	make_sends(wr, 1);
+	wr[0].opcode = IBV_WR_SEND_WITH_IMM;
+	wr[0].imm_data = 0x12345678;
+	wr[0].wr.ud.ah = &mah.ibv_ah;
+	wr[0].wr.ud.remote_qpn = 0x4242;
+	wr[0].wr.ud.remote_qkey = 0x11111111;
+	qp->sq_last_post = mr_now_ns();
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	w = slot_of(qp, 5);
+	tap(!ret && qp->sq_ring->producer == 6 && w->ud.ahn == 77 &&
+	    w->ud.remote_qpn == 0x4242 && w->ud.remote_qkey == 0x11111111 &&
+	    w->opcode == IBV_WR_SEND_WITH_IMM && w->imm == 0x12345678 &&
+	    !w->ud.reserved[0] && !w->ud.reserved[2],
+	    "UD ring: a send names its AH by number, the QP and the Q_Key");
+
+	wr[0].wr.ud.ah = &oah.ibv_ah;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && bad == wr && qp->sq_ring->producer == 6,
+	    "UD ring: an AH of another context: EINVAL");
+	wr[0].wr.ud.ah = NULL;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && qp->sq_ring->producer == 6,
+	    "UD ring: no AH: EINVAL");
+	wr[0].wr.ud.ah = &mah.ibv_ah;
+	wr[0].opcode = IBV_WR_RDMA_WRITE;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && qp->sq_ring->producer == 6,
+	    "UD ring: an RDMA write: EINVAL");
+	wr[0].opcode = IBV_WR_SEND;
+	sges[0].length = 1025;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(ret == EINVAL && qp->sq_ring->producer == 6,
+	    "UD ring: a datagram longer than the MTU: EINVAL");
+	sges[0].length = 1024;
+	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	tap(!ret && qp->sq_ring->producer == 7,
+	    "UD ring: one of the MTU exactly is posted");
+	mr_qp_free(qp);
+}
+
+static void test_old_kernel(void)
+{
+	struct ibv_cq cq = { .context = &ctx };
+	struct ibv_pd pd = { .context = &ctx };
+	struct ibv_qp_init_attr ia = {
+		.send_cq = &cq,
+		.recv_cq = &cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { 8, 8, 1, 1, 0 },
+	};
+	struct ibv_qp *qp;
+
+	k_creates = 0;
+	k_unknown_rings = METAROCE_QP_RQ_RING;
+	qp = mr_create_qp(&pd, &ia);
+	tap(qp && k_creates == 2 &&
+	    k_masks[0] == (METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING) &&
+	    k_masks[1] == METAROCE_QP_SQ_RING && !to_mr_qp(qp)->rq.ring,
+	    "a kernel without receive rings: asked again for the send ring only");
+	if (qp)
+		mr_qp_free(to_mr_qp(qp));
+	k_creates = 0;
+	k_unknown_rings = METAROCE_QP_RQ_RING | METAROCE_QP_SQ_RING;
+	qp = mr_create_qp(&pd, &ia);
+	tap(qp && k_creates == 3 && k_masks[2] == 0,
+	    "a kernel without rings: asked again for none (commands)");
+	if (qp)
+		mr_qp_free(to_mr_qp(qp));
+	k_unknown_rings = 0;
+}
+
 static void test_ring_setup(void)
 {
 	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
@@ -891,13 +990,15 @@ static void test_rq_ring(void)
 
 int main(void)
 {
-	printf("1..67\n");
+	printf("1..75\n");
 	test_post_send();
 	test_post_recv();
 	test_wr_api();
 	test_ring_post();
 	test_ring_setup();
+	test_ud_ring();
 	test_rq_ring();
+	test_old_kernel();
 	if (test_failed)
 		printf("# %u of %u tests failed\n", test_failed, test_num);
 	return test_failed ? 1 : 0;

@@ -22,6 +22,14 @@
 #   stream_syscalls  ib_write_bw's client under strace: while it streams,
 #                  posting takes no system call either (the send ring),
 #                  under 0.05 per work request
+#   recv_syscalls  the same for ib_send_bw's server, which posts a receive
+#                  for every message (the receive ring)
+#   ud_syscalls    the same for ib_send_bw's client over UD (the send ring
+#                  of a UD QP, AHs named by number); not in provider.sh's
+#                  list: under emulation a datagram is dropped now and
+#                  then, and perftest's server then waits for it for two
+#                  minutes and fails (MR_STREAM_SHORT=1000
+#                  MR_STREAM_LONG=5000 make that rarer)
 #   ring_fuzz      a process scribbles on its own send and CQ rings while
 #                  its QPs carry traffic (tests/ring_fuzz.c) and another
 #                  process's ibv_rc_pingpong runs with data validation:
@@ -195,27 +203,35 @@ poll_syscalls() {
 		mr_fail "more system calls than the posts need: polling is not on the ring"
 }
 
-# stream_calls N: ib_write_bw, 64-byte RDMA WRITEs, N of them, between the
-# hosts; the client's ioctl() and write() calls in $calls. perftest gives up
-# now and then when it cannot calibrate its clock on the emulated CPU: such
-# a run is tried again, three times in all.
+# stream_calls N SIDE TOOL OPTION...: perftest's TOOL with OPTION... and -n
+# N between the hosts; the ioctl() and write() calls of its SIDE (client or
+# server) in $calls. perftest gives up now and then when it cannot
+# calibrate its clock on the emulated CPU: such a run is tried again, three
+# times in all.
 stream_calls() {
-	local ga gb trace out try pid
+	local n=$1 side=$2 tool=$3 ga gb trace out try pid
+	local -a tracer st=() ct=()
+	shift 3
 	ga=$(gid_index mrva_dev 10.77.0.1)
 	gb=$(gid_index mrvb_dev 10.77.0.2)
 	trace=$(mktemp)
 	out=$(mktemp)
 	mr_defer rm -f "$trace" "$out"
+	tracer=(strace -f -qq --seccomp-bpf -c -e "trace=ioctl,write" -o "$trace")
+	if [[ $side == server ]]; then
+		st=("${tracer[@]}")
+	else
+		ct=("${tracer[@]}")
+	fi
 	for ((try = 1; try <= 3; try++)); do
-		in_ns mrva ib_write_bw -d mrva_dev -x "$ga" -p 18603 -s 64 \
-			-n "$1" >"$out" 2>&1 &
+		in_ns mrva "${st[@]}" "$tool" -d mrva_dev -x "$ga" -p 18603 \
+			"$@" -n "$n" >"$out" 2>&1 &
 		pid=$!
 		wait_for 60 tcp_listening mrva 18603 ||
-			mr_fail "ib_write_bw does not listen"
-		if in_ns mrvb strace -f -qq --seccomp-bpf -c \
-			-e trace=ioctl,write -o "$trace" ib_write_bw \
-			-d mrvb_dev -x "$gb" -p 18603 -s 64 -n "$1" 10.77.0.1 \
-			>>"$out" 2>&1 && wait "$pid"; then
+			mr_fail "$tool does not listen"
+		if in_ns mrvb "${ct[@]}" "$tool" -d mrvb_dev -x "$gb" \
+			-p 18603 "$@" -n "$n" 10.77.0.1 >>"$out" 2>&1 &&
+			wait "$pid"; then
 			calls=$(awk '$NF == "total" { print $4 }' "$trace")
 			[[ $calls =~ ^[0-9]+$ ]] ||
 				mr_fail "no system call count from strace"
@@ -226,23 +242,42 @@ stream_calls() {
 		echo "# perftest could not calibrate its clock: again"
 	done
 	cat "$out"
-	mr_fail "ib_write_bw -n $1 failed"
+	mr_fail "$tool $* -n $n failed"
 }
 
-# The difference between two runs counts the commands of the work
-# requests alone (setting up costs the same).
-stream_syscalls() {
-	local short=2000 long=20000 c1 per
-	two_hosts
-	stream_calls "$short"
+# stream_per_wr SIDE TOOL OPTION...: the uverbs commands of SIDE per work
+# request while TOOL streams must stay under 0.05. The difference between
+# two runs counts the commands of the work requests alone (setting up
+# costs the same).
+stream_per_wr() {
+	local short=${MR_STREAM_SHORT:-2000} long=${MR_STREAM_LONG:-20000} c1 per
+	stream_calls "$short" "$@"
 	c1=$calls
-	stream_calls "$long"
+	stream_calls "$long" "$@"
 	per=$(awk -v a="$c1" -v b="$calls" -v n=$((long - short)) \
 		'BEGIN { printf "%.4f", (b - a) / n }')
-	mr_log "ioctl() and write() calls of the client: $c1 for $short" \
-		"work requests, $calls for $long: $per per work request"
+	mr_log "${*:2}: ioctl() and write() calls of the $1: $c1 for" \
+		"$short work requests, $calls for $long: $per per work request"
 	awk -v p="$per" 'BEGIN { exit !(p < 0.05) }' ||
 		mr_fail "posting or polling takes system calls while streaming"
+}
+
+# The sender of RDMA WRITEs (send ring, CQ ring).
+stream_syscalls() {
+	two_hosts
+	stream_per_wr client ib_write_bw -s 64
+}
+
+# The receiver of SENDs, which posts a receive for each (receive ring).
+recv_syscalls() {
+	two_hosts
+	stream_per_wr server ib_send_bw -s 64
+}
+
+# The sender of UD datagrams (send ring, AHs by number).
+ud_syscalls() {
+	two_hosts
+	stream_per_wr client ib_send_bw -c UD -s 64
 }
 
 # The pingpong is the bystander: another process, with its own QPs on the
@@ -281,5 +316,7 @@ mr_run ud_pingpong ud_pingpong
 mr_run srq_pingpong srq_pingpong
 mr_run poll_syscalls poll_syscalls
 mr_run stream_syscalls stream_syscalls
+mr_run recv_syscalls recv_syscalls
+mr_run ud_syscalls ud_syscalls
 mr_run ring_fuzz ring_fuzz
 mr_done
