@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "libmetaroce.h"
-#include "verbs_common.h"
+#include "verbs_conn.h"
 
 #define BUF_SIZE (1 << 20)
 #define WIN_OFF (256 << 10)	/* A may write B's buffer here ... */
@@ -88,45 +88,20 @@ static void open_side(struct side *s, struct ibv_device **list,
 static int connect_qp(struct ibv_qp *qp, const struct side *local,
 		      const struct side *remote, uint32_t dest_qpn)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	a = (struct ibv_qp_attr){
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = local->mtu,
-		.dest_qp_num = dest_qpn,
-		.max_dest_rd_atomic = 1,
-		.min_rnr_timer = 12,
-		.ah_attr = {
-			.is_global = 1,
-			.port_num = 1,
-			.grh = {
-				.dgid = remote->gid,
-				.sgid_index = (uint8_t)local->gid_index,
-				.hop_limit = 64,
-			},
-		},
-	};
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	a = (struct ibv_qp_attr){
-		.qp_state = IBV_QPS_RTS,
+	const struct rc_path p = {
+		.mtu = local->mtu,
+		.sgid_index = local->gid_index,
+		.dgid = remote->gid,
+		.dest_qpn = dest_qpn,
+		.access = IBV_ACCESS_REMOTE_WRITE,
+		.rd_atomic = 1,
 		.timeout = 10,
 		.retry_cnt = 3,
 		.rnr_retry = 3,
-		.max_rd_atomic = 1,
+		.min_rnr_timer = 12,
 	};
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+
+	return rc_connect(qp, &p);
 }
 
 static void make_pair(struct pair *p, struct side *a, struct side *b)

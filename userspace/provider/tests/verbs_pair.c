@@ -13,13 +13,9 @@
  * completion events, the ibv_wr_* API with an extended CQ, and a remote
  * access error.  Every received byte is checked.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include "verbs_common.h"
+#include "verbs_conn.h"
 
 #define TIMEOUT 10.0	/* seconds to wait for any one completion */
 
@@ -113,22 +109,6 @@ static long check_pattern(const uint8_t *p, size_t len, int seed)
 	return -1;
 }
 
-static void sock_all(int fd, void *p, size_t len, bool out)
-{
-	uint8_t *c = p;
-
-	while (len) {
-		ssize_t n = out ? send(fd, c, len, MSG_NOSIGNAL) :
-				  recv(fd, c, len, 0);
-
-		if (n <= 0)
-			bail_out("the peer went away (%s)",
-				 n ? strerror(errno) : "EOF");
-		c += n;
-		len -= (size_t)n;
-	}
-}
-
 /* Both sides reach the same step. */
 static void barrier(struct side *s, uint8_t step)
 {
@@ -138,57 +118,6 @@ static void barrier(struct side *s, uint8_t step)
 	sock_all(s->sock, &got, 1, false);
 	if (got != step)
 		bail_out("out of step with the peer (%u, %u)", step, got);
-}
-
-static int tcp_server(uint16_t port)
-{
-	struct sockaddr_in sa = {
-		.sin_family = AF_INET,
-		.sin_port = htons(port),
-		.sin_addr.s_addr = htonl(INADDR_ANY),
-	};
-	struct pollfd pfd;
-	int one = 1, lfd, fd;
-
-	lfd = socket(AF_INET, SOCK_STREAM, 0);
-	if (lfd < 0 ||
-	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1))
-		bail_out("cannot listen on TCP port %u: %s", port,
-			 strerror(errno));
-	pfd = (struct pollfd){ .fd = lfd, .events = POLLIN };
-	if (poll(&pfd, 1, 60000) != 1)
-		bail_out("no client within 60 s");
-	fd = accept(lfd, NULL, NULL);
-	if (fd < 0)
-		bail_out("accept: %s", strerror(errno));
-	close(lfd);
-	return fd;
-}
-
-static int tcp_client(const char *host, uint16_t port)
-{
-	struct sockaddr_in sa = {
-		.sin_family = AF_INET,
-		.sin_port = htons(port),
-	};
-	double deadline = now_sec() + 30;
-	int fd;
-
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-		bail_out("bad IPv4 address %s", host);
-	for (;;) {
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (fd < 0)
-			bail_out("socket: %s", strerror(errno));
-		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-			return fd;
-		close(fd);
-		if (now_sec() > deadline)
-			bail_out("cannot connect to %s:%u: %s", host, port,
-				 strerror(errno));
-		usleep(100000);
-	}
 }
 
 static struct ibv_sge sge_at(struct side *s, size_t off, uint32_t len)
@@ -418,55 +347,22 @@ static void exchange(struct side *s)
 
 static int connect_rc(struct side *s, struct ibv_qp *qp, uint32_t dest_qpn)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-	};
-	int ret;
-
-	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	if (ret)
-		return ret;
-
-	a = (struct ibv_qp_attr){
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = s->port.active_mtu,
-		.dest_qp_num = dest_qpn,
-		.rq_psn = 0x1234,
-		.max_dest_rd_atomic = 4,
-		.min_rnr_timer = 12,
-		.ah_attr = {
-			.is_global = 1,
-			.port_num = 1,
-			.grh = {
-				.dgid = s->peer.gid,
-				.sgid_index = (uint8_t)s->gid_index,
-				.hop_limit = 64,
-			},
-		},
-	};
-	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER);
-	if (ret)
-		return ret;
-
-	a = (struct ibv_qp_attr){
-		.qp_state = IBV_QPS_RTS,
-		.sq_psn = 0x1234,
+	const struct rc_path p = {
+		.mtu = s->port.active_mtu,
+		.sgid_index = s->gid_index,
+		.dgid = s->peer.gid,
+		.dest_qpn = dest_qpn,
+		.psn = 0x1234,
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC,
+		.rd_atomic = 4,
 		.timeout = 14,
 		.retry_cnt = 7,
 		.rnr_retry = 7,
-		.max_rd_atomic = 4,
+		.min_rnr_timer = 12,
 	};
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+
+	return rc_connect(qp, &p);
 }
 
 static int connect_ud(struct ibv_qp *qp)
