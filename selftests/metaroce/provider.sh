@@ -17,7 +17,15 @@
 #   recv_syscalls  nor, while ib_send_bw streams, does its server's
 #               posting of receives (the receive ring)
 #   ring_fuzz   a process that scribbles on its own rings harms nobody
+#   fork        ibv_fork_init() and fork() with RDMA outstanding: the child
+#               has none of its parent's rings, its writes to its copy of
+#               registered memory stay its own, every byte the peer sees
+#               is the parent's
+#   exit        a process killed or _exit()ing with QPs streaming: the
+#               peer's QP fails in bounded time (retry exceeded, then
+#               flushes), the device's resource counts come back, and a
+#               new process streams correctly
 #
 # (its other ibverbs-utils pingpongs are verbs_apps' business).
 exec "$(dirname "$0")/../../userspace/provider/tests/vm_verbs.sh" objects pair poll_syscalls \
-	stream_syscalls recv_syscalls ring_fuzz
+	stream_syscalls recv_syscalls ring_fuzz fork exit

@@ -34,6 +34,20 @@
 #                  its QPs carry traffic (tests/ring_fuzz.c) and another
 #                  process's ibv_rc_pingpong runs with data validation:
 #                  both must pass and the kernel stay quiet
+#   fork           fork() with live QPs (tests/fork_exit.c): the client
+#                  (mrvb) calls ibv_fork_init() and forks while its RDMA
+#                  WRITEs and SENDs are outstanding; the child has none of
+#                  its parent's ring mappings, scribbles on its copy of a
+#                  page half registered, half heap, and uses QPs of its own;
+#                  every byte the server (mrva) is written, sent or reads
+#                  back is the parent's, and no work request fails
+#   exit           a process of the server (mrva) streaming both ways with
+#                  its queue full is killed (SIGKILL), then another calls
+#                  _exit(0) with everything alive: the client's (mrvb) QP
+#                  fails with a retry-exceeded completion in bounded time and
+#                  flushes the rest, mrva_dev's counts in `rdma resource
+#                  show` come back, and a new process streams with every
+#                  byte checked
 #
 # Needs root, metaroce.ko and the provider built in build/userspace/provider
 # (the VM's /etc/libibverbs.d points libibverbs at it). MR_VERBS_TIMEOUT sets
@@ -52,6 +66,7 @@ build=${MR_PROVIDER_BUILD:-$top/build/userspace/provider}
 objects_test=$build/tests/verbs_objects
 pair_test=$build/tests/verbs_pair
 fuzz_test=$build/tests/ring_fuzz
+fork_exit_test=$build/tests/fork_exit
 # Seconds any one program may take (TCG is slow).
 prog_timeout=${MR_VERBS_TIMEOUT:-180}
 # A command every program runs under, e.g. "valgrind --leak-check=full".
@@ -59,7 +74,7 @@ read -ra wrapper <<<"${MR_VERBS_WRAPPER:-}"
 
 mr_require_module
 for f in "$build/libmetaroce-rdmav34.so" "$objects_test" "$pair_test" \
-	"$fuzz_test"; do
+	"$fuzz_test" "$fork_exit_test"; do
 	[[ -e $f ]] || mr_skip_all "$f is missing: run make -C userspace first"
 done
 [[ $# -eq 0 ]] || MR_TEST_ONLY="$*"
@@ -307,6 +322,18 @@ ring_fuzz() {
 	((rc == 0)) || mr_fail "ring_fuzz failed ($rc)"
 }
 
+fork_() {
+	two_hosts
+	server_client 18605 "$fork_exit_test" fork server mrva_dev 18605 -- \
+		"$fork_exit_test" fork client mrvb_dev 10.77.0.1 18605
+}
+
+exit_() {
+	two_hosts
+	server_client 18606 "$fork_exit_test" exit server mrva_dev 18606 -- \
+		"$fork_exit_test" exit client mrvb_dev 10.77.0.1 18606
+}
+
 mr_run objects objects
 mr_run pair pair
 mr_run rc_pingpong rc_pingpong
@@ -319,4 +346,6 @@ mr_run stream_syscalls stream_syscalls
 mr_run recv_syscalls recv_syscalls
 mr_run ud_syscalls ud_syscalls
 mr_run ring_fuzz ring_fuzz
+mr_run fork fork_
+mr_run exit exit_
 mr_done
