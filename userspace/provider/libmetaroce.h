@@ -141,7 +141,6 @@ struct mr_qp {
 	uint64_t sq_last_post;		/* ns (CLOCK_MONOTONIC) */
 	uint64_t sq_gap;		/* ns: mean time between posts */
 	uint32_t sq_hint;		/* what sq_ring->hint holds */
-	bool sq_was_idle;		/* the last post found nothing outstanding */
 	uint32_t ud_max_msg;		/* UD: bytes a datagram may carry, 0: ? */
 	pthread_spinlock_t sq_lock;
 	enum ibv_qp_state state;

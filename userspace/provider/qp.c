@@ -203,14 +203,13 @@ static int mr_ring_write(struct mr_qp *qp, const struct ibv_send_wr *wr,
  * (a moving average with gain 1/8, starting high): MR_RING_PAUSE_NS or
  * more.  A streaming process posts faster and leaves it to the kernel.  A
  * gap counts from the end of the previous post: the doorbell's own system
- * call (slow under strace, say) must not make a process look slow.  When
- * the previous post found nothing outstanding either, the process waits
- * for each answer: the doorbell then asks the kernel to send before it
- * returns (METAROCE_SQ_HINT_WAIT) rather than from its workqueue, which
- * saves a wakeup on another CPU.
+ * call (slow under strace, say) must not make a process look slow.  On a
+ * UD QP, that doorbell asks the kernel to send before it returns
+ * (METAROCE_SQ_HINT_WAIT); on an RC QP it does not: measured under
+ * emulation, sending RC work requests in the system call made the median
+ * latency of ib_write_lat worse, not better (Documentation/uapi.rst).
  */
 #define MR_RING_PAUSE_NS 40000ULL
-#define MR_RING_WAIT_NS 15000ULL
 #define MR_RING_GAP_MAX 1000000ULL
 
 static uint64_t mr_now_ns(void)
@@ -272,15 +271,12 @@ static int mr_ring_post_send(struct mr_qp *qp, struct ibv_send_wr *wr,
 		qp->sq_last_post = now;
 		kick = idle && qp->sq_gap >= MR_RING_PAUSE_NS;
 		/*
-		 * Twice in a row with nothing outstanding, and a pause just
-		 * now: a process that waits for each answer.  A streaming
-		 * one finds its queue empty at the start of a burst, not
-		 * twice running; and when a doorbell sent (and completed) its
-		 * last work request before returning, it posts the next at
-		 * once, with no pause.
+		 * A UD send completes when it leaves: sent in the system
+		 * call, it is complete when ibv_post_send() returns, as on a
+		 * NIC.  RC work requests go from the kernel's workqueue (see
+		 * above).
 		 */
-		wait = kick && qp->sq_was_idle && gap >= MR_RING_WAIT_NS;
-		qp->sq_was_idle = idle;
+		wait = kick && qp->vqp.qp.qp_type == IBV_QPT_UD;
 		kick = kick || (__atomic_load_n(&qp->sq_ring->flags,
 						__ATOMIC_RELAXED) &
 				METAROCE_SQ_NEED_WAKEUP);
@@ -909,9 +905,7 @@ static struct mr_qp *mr_qp_alloc(void)
 		return NULL;
 	}
 	qp->state = IBV_QPS_RESET;
-	/* A QP's first posts count as a waiting process's: sent at once. */
 	qp->sq_gap = MR_RING_GAP_MAX;
-	qp->sq_was_idle = true;
 	return qp;
 }
 

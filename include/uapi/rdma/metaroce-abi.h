@@ -154,10 +154,9 @@ struct metaroce_cqe {
  * before the flag was seen is never left behind.
  *
  * When it rings the doorbell, the provider may set METAROCE_SQ_HINT_WAIT in
- * hint (it had nothing outstanding and posts seldom: it will wait for the
- * outcome). The kernel then sends what was posted before POST_SEND
- * returns, on the caller's CPU; without the hint it does so from a
- * workqueue, and the call returns at once.
+ * hint (it will wait for the outcome). The kernel then sends what was
+ * posted before POST_SEND returns, on the caller's CPU; without the hint
+ * it does so from a workqueue, and the call returns at once.
  *
  * The kernel copies each work request once and checks it as POST_SEND
  * would; one it refuses completes, in its place, with IB_WC_LOC_QP_OP_ERR.
