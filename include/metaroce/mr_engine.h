@@ -79,6 +79,7 @@ struct mr_path {
 	u32 rttvar;
 	u32 min_rtt;
 	u64 last_progress;	/* last ACK progress (or first send) */
+	u64 acked_at;		/* last ACK progress only, 0 before any */
 	u64 next_probe;
 	u64 last_cut;		/* last ECN weight reduction */
 	u64 route;		/* route_key() of sport; 0 unknown */

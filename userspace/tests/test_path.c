@@ -500,26 +500,59 @@ static void test_dead_probe_revive(void)
 	ep_free(e);
 }
 
-/* Both paths silent: the second to fail is the last usable one. */
-static void test_last_path_survives(void)
+/*
+ * Both paths silent: a stall (the peer or the hosts), not a path failure.
+ * Neither dies, both back off; once path 1 gets through again, path 0,
+ * still silent, dies at its next timeout.
+ */
+static void test_stall_no_death(void)
 {
 	struct mr_conn_cfg cfg;
 	struct ep *e;
+	struct mr_path *p0, *p1;
+	struct mr_ack a;
 	u32 i;
 
 	mr_conn_cfg_default(&cfg);
 	cfg.dead_after = 1;
 	e = two_paths(&cfg, 0x10);
+	p0 = &e->c.path[0];
+	p1 = &e->c.path[1];
 	send_segs(e, 4);
-	for (i = 0; i < 10; i++) {
+	/* Timer events (the QPs' too) until the paths timed out 10 times. */
+	for (i = 0; i < 1000 && p0->timeouts + p1->timeouts < 10; i++) {
 		e->now = mr_conn_next_timer(&e->c);
 		mr_conn_timer(&e->c, e->now);
 		ep_tx(e);
 	}
-	tap_ok((e->c.path[0].state == MR_PATH_DEAD) +
-	       (e->c.path[1].state == MR_PATH_DEAD) == 1 &&
+	tap_ok(p0->state != MR_PATH_DEAD && p1->state != MR_PATH_DEAD &&
+	       !e->c.stats[MR_ST_PATH_DEAD] && !e->c.stats[MR_ST_TX_PROBES] &&
+	       p0->timeouts + p1->timeouts >= 10,
+	       "two silent paths: neither dies, both back off (timeouts %u + %u)",
+	       p0->timeouts, p1->timeouts);
+	tap_ok(mr_path_rto(&e->c, p0) == cfg.rto_max_ns &&
+	       mr_path_rto(&e->c, p1) == cfg.rto_max_ns,
+	       "their timeouts reach rto_max (%u, %u)",
+	       mr_path_rto(&e->c, p0), mr_path_rto(&e->c, p1));
+	/* Path 1 gets through; path 0 stays silent. */
+	if (p1->una == p1->nxt)
+		send_segs(e, 8);
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 1, 0, (u32)e->now);
+	e->now += 10 * US;
+	ep_rx_ack(e, &a);
+	for (i = 0; i < 4 && p0->state != MR_PATH_DEAD; i++) {
+		if (p0->una == p0->nxt)
+			send_segs(e, 8);
+		e->now = p0->last_progress + mr_path_rto(&e->c, p0);
+		p1->last_progress = e->now;
+		p1->acked_at = e->now;
+		mr_conn_timer(&e->c, e->now);
+	}
+	tap_ok(p0->state == MR_PATH_DEAD && p1->state != MR_PATH_DEAD &&
 	       e->c.stats[MR_ST_PATH_DEAD] == 1,
-	       "of two silent paths exactly one is declared dead");
+	       "once the other path gets through, the silent one dies (after %u more timeouts)",
+	       i);
 	ep_free(e);
 }
 
@@ -850,7 +883,8 @@ static void timeout_path0(struct ep *e)
 	struct mr_path *p0 = &e->c.path[0];
 
 	e->now = p0->last_progress + mr_path_rto(&e->c, p0);
-	e->c.path[1].last_progress = e->now;
+	e->c.path[1].last_progress = e->now;	/* path 1 gets through */
+	e->c.path[1].acked_at = e->now;
 	mr_conn_timer(&e->c, e->now);
 }
 
@@ -1131,7 +1165,7 @@ int main(void)
 	test_rto_floor();
 	test_rto_cap();
 	test_rto_credit();
-	test_last_path_survives();
+	test_stall_no_death();
 	test_ecn_weight();
 	test_repick();
 	test_route_spread();

@@ -482,6 +482,7 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		if ((s32)rtt > 0)
 			mr_path_rtt_sample(p, rtt);
 		p->last_progress = now;
+		p->acked_at = now;
 		p->timeouts = 0;
 		/* Newer packets got through without the oldest: a real loss. */
 		p->undo = 0;
@@ -519,14 +520,25 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		mr_conn_cc_on_ack(c, bytes, acked, dce, now);
 }
 
-/* Can path @self be declared dead without leaving the connection none? */
-static int mr_path_may_die(const struct mr_conn *c, const struct mr_path *self)
+/*
+ * Can path @self, silent since @since, be declared dead? Only if another
+ * usable path has made progress since then: a path fails on its own. When
+ * no path gets through, the peer or the hosts have stalled (a starved CPU,
+ * a paused machine), not a route; every path then backs off, and none dies,
+ * since probing dead paths would add packets to the stall, and a probe
+ * slower than probe_ns never revives a path.
+ */
+static int mr_path_may_die(const struct mr_conn *c, const struct mr_path *self,
+			   u64 since)
 {
 	u32 i;
 
-	for (i = 0; i < c->npaths; i++)
-		if (&c->path[i] != self && mr_path_usable(&c->path[i]))
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *q = &c->path[i];
+
+		if (q != self && mr_path_usable(q) && q->acked_at > since)
 			return 1;
+	}
 	return 0;
 }
 
@@ -571,10 +583,11 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 
 	for (i = 0; i < c->npaths; i++) {
 		struct mr_path *p = &c->path[i];
+		u64 since = p->last_progress;
 		u32 psn;
 
 		if (mr_path_has_out(p) &&
-		    now - p->last_progress >= mr_path_rto_cap(c, p, cap)) {
+		    now - since >= mr_path_rto_cap(c, p, cap)) {
 			if (p->state != MR_PATH_DEAD)
 				mr_path_arm_undo(p);
 			for (psn = p->una; psn != p->nxt; psn++)
@@ -601,7 +614,7 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 				p->weight = (u16)mr_max32(p->weight / 2,
 							  MR_WEIGHT_MIN);
 				if (p->timeouts >= c->cfg.dead_after &&
-				    mr_path_may_die(c, p)) {
+				    mr_path_may_die(c, p, since)) {
 					p->state = MR_PATH_DEAD;
 					p->weight = 0;
 					p->next_probe = now + c->cfg.probe_ns;
