@@ -14,8 +14,9 @@
 #                   device) and mr_coll runs MPI_Allreduce and
 #                   MPI_Alltoall from 8 B to 256 KiB, every element of
 #                   every result checked, over UCX rc_verbs (Open MPI's
-#                   ucx PML); every device carried data segments and no
-#                   error counter moved
+#                   ucx PML); every device carried data segments, no
+#                   error counter moved and no device sent more probes
+#                   (to dead paths) than data segments
 #   mpi_tcp         the same over UCX's tcp transport, for comparison; the
 #                   devices carry nothing
 #   mpi_loss        as mpi, with netem dropping 1 % of the packets the
@@ -113,7 +114,8 @@ coll_diag() {
 		# shellcheck disable=SC2086 # a list of names
 		moved=$(mr_stat_moved "$MR_TMP/$ns.$1.before" \
 			"$MR_TMP/$ns.$1.after" $ERROR_COUNTERS retransmits_timeout \
-			timeouts_spurious path_dead rnr_naks_tx rnr_naks_rx)
+			timeouts_spurious path_dead probes_tx rx_drop_backlog \
+			rnr_naks_tx rnr_naks_rx)
 		echo "${ns}_dev:${moved:- nothing}"
 	done
 }
@@ -161,14 +163,24 @@ segments() {
 }
 
 coll_metaroce() {
-	local ns d moved bad="" seg
+	local ns d moved bad="" seg probes segs
 	coll "$1" rc_verbs,ud_verbs,self
 	seg=$(segments "$1")
 	mr_log "data segments sent per device (${HOSTS_NS[*]}): $seg;" \
 		"retransmitted: $(segments "$1" retransmits_sack) after SACK," \
-		"$(segments "$1" retransmits_timeout) after timeouts"
+		"$(segments "$1" retransmits_timeout) after timeouts;" \
+		"paths declared dead: $(segments "$1" path_dead);" \
+		"probes sent: $(segments "$1" probes_tx)"
 	for d in $seg; do
 		((d > 0)) || mr_fail "a device carried nothing: UCX did not use it"
+	done
+	# Probes go only to dead paths: fewer than the data, never a storm
+	# (a stall once killed paths and probed them 300 times as often).
+	read -ra probes <<<"$(segments "$1" probes_tx)"
+	read -ra segs <<<"$seg"
+	for d in "${!segs[@]}"; do
+		((probes[d] <= segs[d])) ||
+			mr_fail "${HOSTS_NS[d]}_dev sent ${probes[d]} probes for ${segs[d]} data segments"
 	done
 	for ns in "${HOSTS_NS[@]}"; do
 		# shellcheck disable=SC2086 # a list of names
