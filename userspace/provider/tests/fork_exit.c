@@ -99,23 +99,12 @@ static long check(const uint8_t *p, size_t len, uint32_t seed, size_t from)
 static void open_ep(struct ep *e, const char *name, size_t len, size_t reg,
 		    unsigned int access)
 {
-	struct ibv_device **list, *dev;
 	struct ibv_port_attr port;
 
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		bail_out("ibv_get_device_list: %s", strerror(errno));
-	dev = find_device(list, name);
-	if (!dev)
-		bail_out("no device %s", name);
-	e->ctx = ibv_open_device(dev);
-	ibv_free_device_list(list);
-	if (!e->ctx || ibv_query_port(e->ctx, 1, &port))
-		bail_out("cannot open %s: %s", name, strerror(errno));
+	e->ctx = open_device_gid(name, &e->gid, &e->gid_index);
+	if (ibv_query_port(e->ctx, 1, &port))
+		bail_out("cannot query %s: %s", name, strerror(errno));
 	e->mtu = port.active_mtu;
-	e->gid_index = find_roce_v2_gid(e->ctx, &e->gid);
-	if (e->gid_index < 0)
-		bail_out("%s has no RoCE v2 GID", name);
 	e->pd = ibv_alloc_pd(e->ctx);
 	e->buf = aligned_alloc(PAGE, len);
 	if (!e->pd || !e->buf)

@@ -59,21 +59,14 @@ static uint64_t rnd(void)
 	return rng;
 }
 
-static void open_side(struct side *s, struct ibv_device **list,
-		      const char *name)
+static void open_side(struct side *s, const char *name)
 {
-	struct ibv_device *dev = find_device(list, name);
 	struct ibv_port_attr port;
 
-	if (!dev)
-		bail_out("no device %s", name);
-	s->ctx = ibv_open_device(dev);
-	if (!s->ctx || ibv_query_port(s->ctx, 1, &port))
-		bail_out("cannot open %s", name);
+	s->ctx = open_device_gid(name, &s->gid, &s->gid_index);
+	if (ibv_query_port(s->ctx, 1, &port))
+		bail_out("cannot query %s", name);
 	s->mtu = port.active_mtu;
-	s->gid_index = find_roce_v2_gid(s->ctx, &s->gid);
-	if (s->gid_index < 0)
-		bail_out("%s has no RoCE v2 GID", name);
 	s->pd = ibv_alloc_pd(s->ctx);
 	s->buf = aligned_alloc(4096, BUF_SIZE);
 	if (!s->pd || !s->buf)
@@ -301,7 +294,6 @@ int main(int argc, char **argv)
 	unsigned int rounds = 0, resets = 0;
 	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
 	struct ibv_qp_attr err_attr = { .qp_state = IBV_QPS_ERR };
-	struct ibv_device **list;
 	struct side a = {}, b = {};
 	struct pair fz, ok;
 	struct ibv_wc wc[32];
@@ -319,11 +311,8 @@ int main(int argc, char **argv)
 	rng |= 1;
 	diag("seed %llu", (unsigned long long)rng);
 
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		bail_out("ibv_get_device_list: %s", strerror(errno));
-	open_side(&a, list, argv[1]);
-	open_side(&b, list, argv[2]);
+	open_side(&a, argv[1]);
+	open_side(&b, argv[2]);
 	make_pair(&fz, &a, &b);
 	make_pair(&ok, &a, &b);
 	if (!to_mr_qp(fz.qa)->sq_ring || !to_mr_qp(fz.qa)->rq.ring ||
@@ -403,6 +392,5 @@ int main(int argc, char **argv)
 	    !ibv_dealloc_pd(a.pd) && !ibv_dealloc_pd(b.pd) &&
 	    !ibv_close_device(a.ctx) && !ibv_close_device(b.ctx),
 	    "MRs, PDs and devices released");
-	ibv_free_device_list(list);
 	return done_testing();
 }

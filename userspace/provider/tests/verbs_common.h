@@ -172,6 +172,33 @@ static inline int find_roce_v2_gid(struct ibv_context *ctx,
 	return first;
 }
 
+/*
+ * Opens device @name and finds its RoCE v2 GID (find_roce_v2_gid()): the
+ * GID goes to @gid, its index to @gid_index. Bails out on any failure.
+ */
+static inline struct ibv_context *open_device_gid(const char *name,
+						  union ibv_gid *gid,
+						  int *gid_index)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_device *dev;
+	struct ibv_context *ctx;
+
+	if (!list)
+		bail_out("ibv_get_device_list: %s", strerror(errno));
+	dev = find_device(list, name);
+	if (!dev)
+		bail_out("no device %s", name);
+	ctx = ibv_open_device(dev);
+	ibv_free_device_list(list);
+	if (!ctx)
+		bail_out("cannot open %s: %s", name, strerror(errno));
+	*gid_index = find_roce_v2_gid(ctx, gid);
+	if (*gid_index < 0)
+		bail_out("%s has no RoCE v2 GID", name);
+	return ctx;
+}
+
 static inline double now_sec(void)
 {
 	struct timespec ts;

@@ -262,25 +262,12 @@ static void setup(struct side *s, const char *name)
 	};
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16,
 						  .max_sge = 1 } };
-	struct ibv_device **list, *dev;
 	int i;
 
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		bail_out("ibv_get_device_list: %s", strerror(errno));
-	dev = find_device(list, name);
-	if (!dev)
-		bail_out("no device %s", name);
-	s->ctx = ibv_open_device(dev);
-	ibv_free_device_list(list);
-	if (!s->ctx)
-		bail_out("cannot open %s: %s", name, strerror(errno));
+	s->ctx = open_device_gid(name, &s->gid, &s->gid_index);
 	if (ibv_query_device_ex(s->ctx, NULL, &s->dev) ||
 	    ibv_query_port(s->ctx, 1, &s->port))
 		bail_out("cannot query %s", name);
-	s->gid_index = find_roce_v2_gid(s->ctx, &s->gid);
-	if (s->gid_index < 0)
-		bail_out("%s has no RoCE v2 GID", name);
 
 	s->pd = ibv_alloc_pd(s->ctx);
 	s->buf = aligned_alloc(4096, BUF_SIZE);
