@@ -98,25 +98,10 @@ struct rc_path {
 	uint8_t min_rnr_timer;
 };
 
-/*
- * Takes RC QP @qp from RESET to RTS along @p. Returns 0 or the errno
- * value of the ibv_modify_qp() that failed.
- */
-static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p)
+/* RC QP @qp from INIT to RTR along @p: 0 or ibv_modify_qp()'s errno. */
+static inline int rc_path_rtr(struct ibv_qp *qp, const struct rc_path *p)
 {
 	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = p->access,
-	};
-	int ret;
-
-	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	if (ret)
-		return ret;
-
-	a = (struct ibv_qp_attr){
 		.qp_state = IBV_QPS_RTR,
 		.path_mtu = p->mtu,
 		.dest_qp_num = p->dest_qpn,
@@ -133,14 +118,17 @@ static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p)
 			},
 		},
 	};
-	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER);
-	if (ret)
-		return ret;
 
-	a = (struct ibv_qp_attr){
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER);
+}
+
+/* RC QP @qp from RTR to RTS along @p: 0 or ibv_modify_qp()'s errno. */
+static inline int rc_path_rts(struct ibv_qp *qp, const struct rc_path *p)
+{
+	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTS,
 		.sq_psn = p->psn,
 		.timeout = p->timeout,
@@ -148,9 +136,32 @@ static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p)
 		.rnr_retry = p->rnr_retry,
 		.max_rd_atomic = p->rd_atomic,
 	};
+
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
 			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/*
+ * Takes RC QP @qp from RESET to RTS along @p. Returns 0 or the errno
+ * value of the ibv_modify_qp() that failed.
+ */
+static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = p->access,
+	};
+	int ret;
+
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (!ret)
+		ret = rc_path_rtr(qp, p);
+	if (!ret)
+		ret = rc_path_rts(qp, p);
+	return ret;
 }
 
 #endif /* VERBS_CONN_H */

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "verbs_common.h"
+#include "verbs_conn.h"
 
 #define BUF_SIZE 65536
 
@@ -433,47 +433,20 @@ static int to_init(struct ibv_qp *qp)
 			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
-/* RC to RTR, towards @dest_qpn at our own GID. */
-static int rc_to_rtr(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
+/* An RC QP of ours towards @dest_qpn at our own GID. */
+static struct rc_path self_path(const struct env *e, uint32_t dest_qpn)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = e->port.active_mtu,
-		.dest_qp_num = dest_qpn,
-		.rq_psn = 0,
-		.max_dest_rd_atomic = 1,
-		.min_rnr_timer = 12,
-		.ah_attr = {
-			.is_global = 1,
-			.port_num = 1,
-			.grh = {
-				.dgid = e->gid,
-				.sgid_index = (uint8_t)e->gid_index,
-				.hop_limit = 64,
-			},
-		},
-	};
-
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			     IBV_QP_MIN_RNR_TIMER);
-}
-
-static int rc_to_rts(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTS,
-		.sq_psn = 0,
+	return (struct rc_path){
+		.mtu = e->port.active_mtu,
+		.sgid_index = e->gid_index,
+		.dgid = e->gid,
+		.dest_qpn = dest_qpn,
+		.rd_atomic = 1,
 		.timeout = 14,
 		.retry_cnt = 7,
 		.rnr_retry = 7,
-		.max_rd_atomic = 1,
+		.min_rnr_timer = 12,
 	};
-
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static void test_qp_create(struct env *e, struct ibv_cq *cq)
@@ -599,6 +572,7 @@ static void test_qp_states(struct env *e, struct ibv_cq *cq, struct ibv_mr *mr)
 	struct ibv_recv_wr rwr[2], *bad_rwr;
 	struct ibv_sge sge[20];
 	struct ibv_qp *qp, *qp2;
+	struct rc_path path;
 	struct ibv_wc wc[4];
 	int i, n, ret;
 
@@ -685,9 +659,10 @@ static void test_qp_states(struct env *e, struct ibv_cq *cq, struct ibv_mr *mr)
 	tap(bad_swr == swr, "... and bad_wr is the first work request");
 
 	/* A loop: the QP talks to itself. */
-	expect_ret(rc_to_rtr(e, qp, qp->qp_num), 0,
+	path = self_path(e, qp->qp_num);
+	expect_ret(rc_path_rtr(qp, &path), 0,
 		   "ibv_modify_qp INIT -> RTR (to itself)");
-	expect_ret(rc_to_rts(qp), 0, "ibv_modify_qp RTR -> RTS");
+	expect_ret(rc_path_rts(qp, &path), 0, "ibv_modify_qp RTR -> RTS");
 	tap(qp->state == IBV_QPS_RTS, "qp->state is RTS");
 
 	/* Only the extended MODIFY_QP carries it; the device has none. */
