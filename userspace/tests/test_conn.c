@@ -814,6 +814,45 @@ static void test_path_split(void)
 	ep_free(e);
 }
 
+/*
+ * Which path a packet takes: a retransmission leaves the path that lost it
+ * while another path has room, and goes back to it only when none has.
+ */
+static void test_pick_path(void)
+{
+	struct ep *e = sender(4);
+	struct mr_path *p0 = &e->c.path[0];
+
+	ep_post(e, 0, MR_WR_WRITE, 100, 1);
+	ep_tx(e);
+	tap_ok(e->ntx == 1 && e->tx[0].h.path == 0,
+	       "all paths idle and equal: the lowest id (path %u)",
+	       e->tx[0].h.path);
+	/* The packet on path 0 times out: path 0 loses half its weight. */
+	e->now = p0->last_progress + mr_path_rto(&e->c, p0);
+	mr_conn_timer(&e->c, e->now);
+	ep_tx(e);
+	tap_ok(p0->timeouts == 1 && e->ntx == 2 &&
+	       (e->tx[1].h.flags & MR_F_RETX) && e->tx[1].h.path != 0,
+	       "a timed-out packet is retransmitted on another path (path %u)",
+	       e->tx[1].h.path);
+	ep_free(e);
+
+	/* Only the path that lost it has room: it goes there. */
+	e = sender(2);
+	ep_post(e, 0, MR_WR_WRITE, 100, 1);
+	ep_tx(e);
+	p0 = &e->c.path[0];
+	e->now = p0->last_progress + mr_path_rto(&e->c, p0);
+	mr_conn_timer(&e->c, e->now);
+	e->c.path[1].nxt += MR_PATH_WND;	/* path 1's PSN window is full */
+	ep_tx(e);
+	tap_ok(e->ntx == 2 && e->tx[1].h.path == 0 &&
+	       (e->tx[1].h.flags & MR_F_RETX),
+	       "with no other path open, it goes back on the path that lost it");
+	ep_free(e);
+}
+
 static void test_window_limits(void)
 {
 	struct mr_conn_cfg cfg;
@@ -1081,6 +1120,7 @@ int main(void)
 	test_hint();
 	test_pacing();
 	test_path_split();
+	test_pick_path();
 	test_window_limits();
 	test_dsn_cum_releases();
 	test_xmit_fail();

@@ -556,6 +556,52 @@ static void test_stall_no_death(void)
 	ep_free(e);
 }
 
+/*
+ * Path 0 times out; then path 1 gets through (the retransmission, say);
+ * then path 0's later packets time out while path 1 carries nothing: path
+ * 1 got through during path 0's series, so path 0 dies at dead_after.
+ */
+static void test_overtaken(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_path *p0, *p1;
+	struct mr_ack a;
+	u32 k, from;
+	u64 since = 0;
+
+	mr_conn_cfg_default(&cfg);
+	e = two_paths(&cfg, 0x11);
+	p0 = &e->c.path[0];
+	p1 = &e->c.path[1];
+	send_segs(e, 4);
+	e->now = p0->last_progress + mr_path_rto(&e->c, p0);
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(p0->timeouts == 1 && !p0->overtaken,
+	       "a first timeout: the series begins, no other path through yet");
+	from = e->ntx;
+	ep_tx(e);
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 1, 0, (u32)e->now);
+	e->now += 10 * US;
+	ep_rx_ack(e, &a);
+	tap_ok(p0->overtaken && !p1->overtaken && p1->una == p1->nxt &&
+	       e->ntx > from,
+	       "path 1's progress marks path 0 overtaken, and only it");
+	for (k = 1; k < cfg.dead_after && p0->state != MR_PATH_DEAD; k++) {
+		if (p0->una == p0->nxt)
+			send_segs(e, 2);
+		since = p0->last_progress;
+		e->now = since + mr_path_rto(&e->c, p0);
+		mr_conn_timer(&e->c, e->now);
+	}
+	tap_ok(p0->state == MR_PATH_DEAD && p0->timeouts == cfg.dead_after &&
+	       p1->acked_at < since,
+	       "path 0 dies at timeout %u, though nothing got through after the one before",
+	       cfg.dead_after);
+	ep_free(e);
+}
+
 static void ack_ecn(struct ep *e, u32 path, u16 ce, u16 rx, u32 from)
 {
 	struct mr_ack a;
@@ -967,8 +1013,11 @@ static void test_rto_real_loss(void)
 	       p0->timeouts == 1 && p0->weight == MR_WEIGHT_ONE / 2,
 	       "the oldest packet lost: no undo, only the others' retransmits cancelled (%llu)",
 	       (unsigned long long)c->stats[MR_ST_RTX_CANCELLED]);
-	/* A packet sent after the timeout gets through: the series is over. */
-	ep_tx(e);
+	/*
+	 * A packet sent after the timeout gets through: the series is over.
+	 * (The retransmission takes path 1; new data takes both.)
+	 */
+	send_segs(e, 8);
 	if (p0->nxt == hi)
 		tap_diag("path 0 sent nothing after its timeout");
 	ack_path0(e, first, first + 1, p0->nxt);
@@ -992,7 +1041,7 @@ static void test_rto_dead_undo(void)
 	first = p0->una;
 	for (k = 0; k < c->cfg.dead_after && p0->state != MR_PATH_DEAD; k++) {
 		timeout_path0(e);
-		ep_tx(e);
+		send_segs(e, 8);	/* new packets for path 0 */
 	}
 	hi = p0->nxt;
 	tap_ok(p0->state == MR_PATH_DEAD && c->stats[MR_ST_PATH_DEAD] == 1,
@@ -1166,6 +1215,7 @@ int main(void)
 	test_rto_cap();
 	test_rto_credit();
 	test_stall_no_death();
+	test_overtaken();
 	test_ecn_weight();
 	test_repick();
 	test_route_spread();

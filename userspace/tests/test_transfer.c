@@ -290,9 +290,73 @@ static void forged_syn_test(int knows_epoch, const char *name)
 	h_net_free(n);
 }
 
+/* Everything host 0 sends on path 0 is lost: a failed route. */
+static int drop_path0(struct h_net *n, int from, const u8 *pkt, u32 len,
+		      u64 *at)
+{
+	struct mr_hdr h;
+
+	(void)n;
+	(void)at;
+	return from == 0 && mr_wire_decode(pkt, len, &h, NULL) >= 0 &&
+	       h.path == 0;
+}
+
+/*
+ * One small WRITE at a time over a connection whose path 0 fails: the
+ * only packet in flight is the one path 0 lost, so no other path gets
+ * through while path 0 times out. Its retransmission must leave path 0
+ * (a QP once retransmitted onto it forever and failed with
+ * RETRY_EXC_ERR after the retry budget, in the multiplane selftest). Each
+ * message waits at most one timeout; path 0, still the first idle path,
+ * takes the next messages' packets until it has timed out dead_after
+ * times, and dies, since path 1 gets through between its timeouts.
+ */
+static void failed_path_sparse_test(const char *name)
+{
+	struct h_net *n = net(0, 0x4000, 0x6000);
+	struct mr_qp_attr a;
+	u64 worst = 0, t0;
+	u32 i, cnt = 20, ok = 1;
+	int k;
+
+	h_attr_default(n, &a);
+	a.timeout_ns = 67108864;	/* IB timeout 14, as mr_integrity */
+	a.retry_cnt = 7;
+	h_connect_attr(n, 0, 300, 400, &a);
+	n->filter = drop_path0;
+	fill(n, 0, 0, 100 * cnt, 9);
+	for (i = 0; i < cnt && ok; i++) {
+		t0 = n->now;
+		k = h_post(n, 0, 0, MR_WR_WRITE, i * 100, 100,
+			   (4u << 20) + i * 100, 0);
+		ok = k >= 0 && h_run(n, n->now + 5 * SEC) == 0 &&
+		     n->host[0].wrs[k].cqe.status == MR_WC_OK;
+		if (ok && n->host[0].wrs[k].done_at - t0 > worst)
+			worst = n->host[0].wrs[k].done_at - t0;
+	}
+	tap_ok(ok && !n->host[0].qp_errors &&
+	       same(n, 0, 0, 1, 4u << 20, 100 * cnt),
+	       "%s: %u WRITEs complete intact, one at a time (%u done)",
+	       name, cnt, i - !ok);
+	{
+		const struct mr_conn *c = &n->host[0].conn;
+		/* Its timeouts back off: rto_init << k for the k-th. */
+		u64 bound = ((u64)c->cfg.rto_init_ns << (c->cfg.dead_after - 1)) +
+			    c->cfg.rto_init_ns / 2;
+
+		tap_ok(ok && worst < bound && c->path[0].state == MR_PATH_DEAD &&
+		       c->stats[MR_ST_PATH_DEAD] == 1,
+		       "%s: the slowest waited one timeout (%llu us), path 0 died after %u",
+		       name, (unsigned long long)worst / 1000,
+		       c->cfg.dead_after);
+	}
+	h_net_free(n);
+}
+
 int main(void)
 {
-	tap_plan(24);
+	tap_plan(26);
 	write_test(0, 1u << 20, "write 1MiB lossless");
 	write_test(10000, 1u << 20, "write 1MiB 1% loss");
 	write_test(100000, 1u << 20, "write 1MiB 10% loss");
@@ -306,5 +370,6 @@ int main(void)
 	sender_restart_test("sender restart");
 	forged_syn_test(0, "forged SYN off path");
 	forged_syn_test(1, "forged SYN on path");
+	failed_path_sparse_test("failed path, sparse traffic");
 	return tap_done();
 }

@@ -298,11 +298,15 @@ static struct mr_seg *mr_new_seg(struct mr_conn *c, u64 now)
 	return NULL;
 }
 
-/* The usable path with the most room relative to its share of the window. */
-static int mr_pick_path(struct mr_conn *c)
+/*
+ * The usable path with the most room relative to its share of the window.
+ * A retransmission avoids @avoid, the path that lost it, while another path
+ * has room: a failed path must not keep the segment (protocol.rst, 7.22).
+ */
+static int mr_pick_path(struct mr_conn *c, int avoid)
 {
 	u64 best_load = MR_U64_MAX;
-	int best = -1;
+	int best = -1, fallback = -1;
 	u32 i;
 
 	for (i = 0; i < c->npaths; i++) {
@@ -312,13 +316,17 @@ static int mr_pick_path(struct mr_conn *c)
 		if (!mr_path_usable(p) || !p->cwnd ||
 		    p->nxt - p->una >= MR_PATH_WND || p->inflight >= p->cwnd)
 			continue;
+		if ((int)i == avoid) {
+			fallback = avoid;
+			continue;
+		}
 		load = mr_div64((u64)p->inflight << 16, p->cwnd);
 		if (load < best_load) {
 			best_load = load;
 			best = (int)i;
 		}
 	}
-	return best;
+	return best >= 0 ? best : fallback;
 }
 
 static int mr_seg_xmit(struct mr_conn *c, struct mr_seg *s, int path, u64 now)
@@ -394,10 +402,10 @@ int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 			c->rto_credit = 0;
 		if (mr_conn_wnd_shut(c))
 			break;
-		path = mr_pick_path(c);
+		s = mr_rtx_pop(c);
+		path = mr_pick_path(c, s && s->ntx ? s->path : -1);
 		if (path < 0)
 			break;
-		s = mr_rtx_pop(c);
 		if (!s && !over)
 			s = mr_new_seg(c, now);
 		if (!s)

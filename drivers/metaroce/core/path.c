@@ -371,6 +371,7 @@ static void mr_path_undo(struct mr_conn *c, struct mr_path *p, u64 now)
 		p->floor_at = now;
 	}
 	p->timeouts = p->undo_timeouts;
+	p->overtaken = 0;
 	/*
 	 * A path the series declared dead is not revived here: packets that
 	 * late sat in a deep queue, and a sender whose dead paths all came
@@ -387,6 +388,22 @@ static void mr_path_undo(struct mr_conn *c, struct mr_path *p, u64 now)
 	p->undo = 0;
 	mr_stat(c, MR_ST_RTO_SPURIOUS, 1);
 	mr_paths_rebalance(c);
+}
+
+/*
+ * Path @p made progress: every other live path in a series of timeouts has
+ * now seen another path get through since its series began.
+ */
+static void mr_paths_overtake(struct mr_conn *c, const struct mr_path *p)
+{
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		struct mr_path *q = &c->path[i];
+
+		if (q != p && q->timeouts && q->state != MR_PATH_DEAD)
+			q->overtaken = 1;
+	}
 }
 
 /* Does path block @ap prove @psn received (below Base, or its bit set)? */
@@ -484,6 +501,8 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		p->last_progress = now;
 		p->acked_at = now;
 		p->timeouts = 0;
+		p->overtaken = 0;
+		mr_paths_overtake(c, p);
 		/* Newer packets got through without the oldest: a real loss. */
 		p->undo = 0;
 		if (p->rto_floor && now - p->floor_at >= MR_RTO_FLOOR_HALVE_NS) {
@@ -522,16 +541,22 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 
 /*
  * Can path @self, silent since @since, be declared dead? Only if another
- * usable path has made progress since then: a path fails on its own. When
- * no path gets through, the peer or the hosts have stalled (a starved CPU,
- * a paused machine), not a route; every path then backs off, and none dies,
- * since probing dead paths would add packets to the stall, and a probe
- * slower than probe_ns never revives a path.
+ * usable path has made progress since then, or since the path's first
+ * timeout of the series: a path fails on its own. (The second case is a
+ * connection whose only packet in flight was the one the path lost: its
+ * retransmission got through elsewhere before the path's next packet.)
+ * When no path gets through, the peer or the hosts have stalled (a starved
+ * CPU, a paused machine), not a route; every path then backs off, and none
+ * dies, since probing dead paths would add packets to the stall, and a
+ * probe slower than probe_ns never revives a path.
  */
 static int mr_path_may_die(const struct mr_conn *c, const struct mr_path *self,
 			   u64 since)
 {
 	u32 i;
+
+	if (self->overtaken)
+		return 1;
 
 	for (i = 0; i < c->npaths; i++) {
 		const struct mr_path *q = &c->path[i];
