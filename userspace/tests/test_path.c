@@ -484,6 +484,7 @@ static void test_dead_probe_revive(void)
 	ep_ack_path(&a, 0, p0->una)->rx_cnt = 0;
 	ep_rx_ack(e, &a);		/* echo counters known */
 	p0->state = MR_PATH_DEAD;
+	p0->dead_psn = p0->nxt;
 	p0->weight = 0;
 	mr_paths_rebalance(&e->c);
 	for (round = 0; round < 5; round++) {
@@ -1075,6 +1076,52 @@ static void test_rto_dead_undo(void)
 }
 
 /*
+ * A route slower than probe_ns: every probe is declared lost before its
+ * answer comes. The late answer still revives the path, and its round
+ * trip is taken as a sample.
+ */
+static void test_late_probe(void)
+{
+	struct ep *e = sender(2, 0x60, 3);
+	struct mr_conn *c = &e->c;
+	struct mr_path *p0 = &c->path[0];
+	u32 first, k, srtt;
+	int pi, pi2;
+	struct mr_ack a;
+	u64 sent;
+
+	first = p0->una;
+	send_segs(e, 8);
+	for (k = 0; k < c->cfg.dead_after && p0->state != MR_PATH_DEAD; k++) {
+		timeout_path0(e);
+		send_segs(e, 8);
+	}
+	e->now = p0->next_probe;
+	mr_conn_timer(c, e->now);
+	pi = ep_last(e, MR_OP_PROBE);
+	sent = e->now;
+	e->now += c->cfg.probe_ns;
+	mr_conn_timer(c, e->now);
+	pi2 = ep_last(e, MR_OP_PROBE);
+	tap_ok(p0->state == MR_PATH_DEAD && pi >= 0 && pi2 > pi &&
+	       p0->probes == 2 && !c->stats[MR_ST_PATH_REVIVED],
+	       "a probe unanswered within probe_ns is lost; the next one goes");
+	srtt = p0->srtt;
+	ep_ack_init(e, &a);
+	ep_ack_path(&a, 0, first);
+	ep_ack_set(&a.path[0], e->tx[pi].h.psn);
+	a.path[0].tsecr = e->tx[pi].h.tsval;
+	e->now = sent + 3 * c->cfg.probe_ns / 2;
+	ep_rx_ack(e, &a);
+	tap_ok(p0->state == MR_PATH_GOOD && p0->weight == MR_WEIGHT_ONE / 8 &&
+	       p0->cwnd > 0 && c->stats[MR_ST_PATH_REVIVED] == 1 &&
+	       p0->srtt > srtt,
+	       "the lost probe's late answer revives the path (state %u, srtt %u -> %u ns)",
+	       p0->state, srtt, p0->srtt);
+	ep_free(e);
+}
+
+/*
  * A spurious timeout leaves the path's RTO at least as long as the stall
  * it took for loss; the floor halves each second of acknowledged progress
  * and goes once under rto_min.
@@ -1211,6 +1258,7 @@ int main(void)
 	test_spurious_rto();
 	test_rto_real_loss();
 	test_rto_dead_undo();
+	test_late_probe();
 	test_rto_floor();
 	test_rto_cap();
 	test_rto_credit();

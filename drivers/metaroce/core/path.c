@@ -406,6 +406,17 @@ static void mr_paths_overtake(struct mr_conn *c, const struct mr_path *p)
 	}
 }
 
+/* A dead path's probe was answered: back with a low weight. */
+static void mr_path_revive(struct mr_conn *c, struct mr_path *p)
+{
+	p->state = MR_PATH_GOOD;
+	p->weight = MR_WEIGHT_ONE / 8;
+	p->alpha = 0;
+	mr_stat(c, MR_ST_PATH_REVIVED, 1);
+	/* Give it its share of the window now. */
+	mr_paths_rebalance(c);
+}
+
 /* Does path block @ap prove @psn received (below Base, or its bit set)? */
 static int mr_ack_has(const struct mr_ack_path *ap, u32 psn)
 {
@@ -511,14 +522,21 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 			if (p->rto_floor < c->cfg.rto_min_ns)
 				p->rto_floor = 0;
 		}
-		if (p->state == MR_PATH_DEAD) {
-			p->state = MR_PATH_GOOD;
-			p->weight = MR_WEIGHT_ONE / 8;
-			p->alpha = 0;
-			mr_stat(c, MR_ST_PATH_REVIVED, 1);
-			/* Give it its share of the window now. */
-			mr_paths_rebalance(c);
-		}
+		if (p->state == MR_PATH_DEAD)
+			mr_path_revive(c, p);
+	} else if (p->state == MR_PATH_DEAD && mr_seq_lt(p->dead_psn, hi)) {
+		/*
+		 * A probe declared lost arrived after all: the route works,
+		 * only slower than probe_ns. Its round trip is a sample.
+		 */
+		u32 rtt = (u32)now - ap->tsecr;
+
+		if ((s32)rtt > 0)
+			mr_path_rtt_sample(p, rtt);
+		p->last_progress = now;
+		p->timeouts = 0;
+		p->overtaken = 0;
+		mr_path_revive(c, p);
 	}
 
 	if (p->echo_valid) {
@@ -641,6 +659,7 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 				if (p->timeouts >= c->cfg.dead_after &&
 				    mr_path_may_die(c, p, since)) {
 					p->state = MR_PATH_DEAD;
+					p->dead_psn = p->nxt;
 					p->weight = 0;
 					p->next_probe = now + c->cfg.probe_ns;
 					mr_stat(c, MR_ST_PATH_DEAD, 1);
