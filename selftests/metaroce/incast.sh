@@ -8,11 +8,19 @@
 # Each sender runs one ib_write_bw QP of 64 KiB WRITEs to the receiver for
 # the same DURATION, all started together:
 #
-#   fair            every run completes; Jain's index of the four
-#                   bandwidths is 0.9 or more; together their payload is
-#                   half the bottleneck's rate or more (a sanity check:
-#                   headers, slow start and perftest's start-up take
-#                   some)
+#   fair            every run completes; Jain's index of what the four
+#                   senders put into the router over one common window
+#                   (WINDOW seconds, from a second after all four are
+#                   sending) is 0.9 or more; together, by perftest's
+#                   reports, their payload is half the bottleneck's rate
+#                   or more (a sanity check: headers, slow start and
+#                   perftest's start-up take some). perftest's own
+#                   figures are logged, with their Jain's index, but not
+#                   asserted: each covers its own process's window,
+#                   timed by a cycle counter calibrated on an emulated
+#                   CPU, and CI saw one sender at 0.30 MB/s against
+#                   0.84-0.93 while the transport's counters had it send
+#                   62 % of the others' mean over the whole run
 #   no_storm        timeout retransmissions, summed over the senders, are
 #                   at most 5 % of the data segments they sent
 #   queue           the bottleneck's queue stays bounded: its median
@@ -26,7 +34,7 @@ mr_require_module
 
 SENDERS=4
 RATE=40mbit RATE_BPS=40000000
-DURATION=10
+DURATION=12 WINDOW=5
 PORT=18800
 
 # perftest's cycle-counter calibration fails now and then on the emulated
@@ -35,10 +43,41 @@ PORT=18800
 CALIBRATION='Correlation coefficient r\^2: .* < 0\.9'
 TRIES=3
 
+# sender_bytes: the bytes each sender has put into the router (the
+# router's receive counters of the senders' links), all read at once.
+sender_bytes() {
+	local i f=()
+	for ((i = 0; i < SENDERS; i++)); do
+		f+=("/sys/class/net/w$i/statistics/rx_bytes")
+	done
+	ip netns exec mrsw cat "${f[@]}" | paste -sd' '
+}
+
+# window_sampler FILE: once every sender has put 200 kB or more into the
+# router, waits a second, then writes to FILE the bytes each sender puts in
+# over the next WINDOW seconds (nothing if they never all sent).
+window_sampler() {
+	local b0 a b deadline=$((SECONDS + DURATION))
+	b0=$(sender_bytes)
+	until awk -v a="$b0" -v b="$(sender_bytes)" 'BEGIN {
+		n = split(a, x, " "); split(b, y, " ")
+		for (i = 1; i <= n; i++) if (y[i] - x[i] < 200000) exit 1 }'; do
+		((SECONDS < deadline)) || return 0
+		sleep 0.2
+	done
+	sleep 1
+	a=$(sender_bytes)
+	sleep "$WINDOW"
+	b=$(sender_bytes)
+	awk -v a="$a" -v b="$b" 'BEGIN {
+		n = split(a, x, " "); split(b, y, " ")
+		for (i = 1; i <= n; i++) printf "%d%s", y[i] - x[i], i < n ? " " : "\n" }' >"$1"
+}
+
 # incast_once: start the receivers and senders together and wait for all;
 # returns 1, with BAD saying who, if any exited non-zero.
 incast_once() {
-	local i spids=() cpids=() rc
+	local i spids=() cpids=() rc wpid
 	BAD=()
 	for ((i = 0; i < SENDERS; i++)); do
 		mr_stats "mrs${i}_dev" "mrs$i" >"$MR_TMP/s$i.before"
@@ -51,6 +90,9 @@ incast_once() {
 		assert_wait "server $i listens" 30 mr_tcp_listening mrsr $((PORT + i))
 	done
 	mr_backlog_sampler_start mrsw wr "$MR_TMP/backlog"
+	rm -f "$MR_TMP/window"
+	window_sampler "$MR_TMP/window" &
+	wpid=$!
 	for ((i = 0; i < SENDERS; i++)); do
 		ip netns exec "mrs$i" timeout 90 ib_write_bw -d "mrs${i}_dev" \
 			-x "${MR_STAR_GIDX[i]}" -p $((PORT + i)) -s 65536 \
@@ -65,6 +107,7 @@ incast_once() {
 		wait "${spids[i]}" || rc=$?
 		((rc == 0)) || BAD+=("server $i exited $rc")
 	done
+	wait "$wpid" || true
 	mr_backlog_sampler_stop
 	((${#BAD[@]} == 0))
 }
@@ -108,13 +151,27 @@ incast() {
 	mr_log "backlog samples (bytes): $(paste -sd' ' "$MR_TMP/backlog")"
 }
 
+# jain: Jain's index of the numbers on stdin's line.
+jain() {
+	awk '{ for (i = 1; i <= NF; i++) { s += $i; q += $i * $i }
+		printf "%.3f\n", q ? s * s / (NF * q) : 0 }'
+}
+
 fair() {
+	local j
+	[[ -s $MR_TMP/window ]] ||
+		mr_fail "the $SENDERS senders never all sent together"
+	j=$(jain <"$MR_TMP/window")
+	mr_log "bytes per sender over a common ${WINDOW}s window:" \
+		"$(<"$MR_TMP/window"): Jain $j (perftest's figures: $(jain <"$MR_TMP/bws"))"
 	awk -v r="$RATE_BPS" '{
-		for (i = 1; i <= NF; i++) { s += $i; q += $i * $i }
-		j = s * s / (NF * q); u = s * 8e6 / r
-		printf "Jain %.3f; payload %.2f of the bottleneck rate\n", j, u
-		exit !(j >= 0.9 && u >= 0.5)
-	}' "$MR_TMP/bws" || mr_fail "unfair or underused (above)"
+		for (i = 1; i <= NF; i++) s += $i
+		u = s * 8e6 / r
+		printf "payload %.2f of the bottleneck rate by perftest\n", u
+		exit !(u >= 0.5)
+	}' "$MR_TMP/bws" || mr_fail "the bottleneck was underused (above)"
+	awk -v j="$j" 'BEGIN { exit !(j >= 0.9) }' ||
+		mr_fail "unfair: Jain $j over the common window"
 }
 
 no_storm() {
