@@ -565,8 +565,7 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
  * retransmission got through elsewhere before the path's next packet.)
  * When no path gets through, the peer or the hosts have stalled (a starved
  * CPU, a paused machine), not a route; every path then backs off, and none
- * dies, since probing dead paths would add packets to the stall, and a
- * probe slower than probe_ns never revives a path.
+ * dies, since probing dead paths would add packets to the stall.
  */
 static int mr_path_may_die(const struct mr_conn *c, const struct mr_path *self,
 			   u64 since)
