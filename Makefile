@@ -11,6 +11,7 @@
 #   make sim              run the fabric simulator's standard scenarios
 #   make bench            run the VM benchmark set
 #   make bench-fastpath   the userspace fast path against rxe's (VM)
+#   make bench-scale      4000 RC QPs: time and memory per QP, against rxe (VM)
 #
 # Every build product lives under build/: the module is built out of a
 # shadow tree per kernel release (build/kmod/<release>/), so builds for
@@ -39,12 +40,12 @@ V ?= 0
 .PHONY: all module module-6.12 module-6.1 modules-vm userspace install \
 	install-module install-provider uninstall deps deps-check check \
 	check-core check-build check-vm check-vm-6.1 check-dkms checkpatch \
-	sparse demo sim bench bench-fastpath clean help
+	sparse demo sim bench bench-fastpath bench-scale clean help
 
 all: module userspace
 
 help:
-	@sed -n '3,14p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,15p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 # --- kernel module --------------------------------------------------------
 
@@ -130,6 +131,9 @@ bench: deps-check modules-vm userspace
 
 bench-fastpath: deps-check modules-vm userspace
 	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 1800 -- $(TOP)/selftests/bench/fastpath.sh
+
+bench-scale: deps-check modules-vm userspace
+	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 1800 -- $(TOP)/selftests/bench/scale.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,482 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# selftests/bench/scale.sh: many RC QPs between two hosts, metaroce against
+# rxe in one VM boot (issue #7). mr_scale (build/userspace/tools) connects
+# MR_SCALE_BENCH_QPS RC QPs (4000) on each side over one veth pair (MTU
+# 1500); in each of 2 rounds every QP carries a 4 KiB RDMA WRITE and a SEND
+# with immediate at once, and the server verifies every byte. Then both
+# sides destroy everything. Per transport:
+#
+#   setup_us_per_qp     create + connect (RESET->INIT, then ->RTR->RTS),
+#                       per QP, on the slower side (mr_scale's own timings)
+#   data_mbps           the data phase's payload rate, Mbit/s (the client's)
+#   teardown_us_per_qp  ibv_destroy_qp per QP, on the slower side
+#   mem_bytes_per_qp    kernel memory (SUnreclaim + VmallocUsed, after
+#                       drop_caches) with every QP connected, minus the
+#                       same before, over 2 * QPS (both sides' QPs)
+#   mem_back            kernel memory back within 2 MiB of its level before
+#                       within 30 s of the end (metaroce collects its idle
+#                       connection 5 s after the last QP went)
+#
+# metaroce runs between two network namespaces. Debian 6.12's rxe carries
+# no traffic between namespaces, so it runs with both veth ends in the
+# initial namespace and policy routing that sends its packets over the
+# veth pair; the veth transmit counters must show they did. Should rxe fail
+# at QPS (or take the guest near its memory limit, which stops the run
+# before the OOM killer would), it is run again at QPS/2, then QPS/4
+# (MR_SCALE_BENCH_RXE_LADDER overrides the ladder), and the largest count
+# that worked is compared, per QP, with metaroce's; the output and the
+# report say so.
+#
+# Output: "SCALE transport=... qps=... status=ok|fail ..." per run and one
+# "RATIO setup_us_per_qp=... mem_bytes_per_qp=... ..." line (metaroce /
+# rxe). When every needed run succeeded (metaroce at QPS, rxe at some
+# count), Documentation/bench/scale.tsv and the section of
+# Documentation/benchmarks.rst between the scale-generated markers are
+# rewritten (MR_SCALE_BENCH_DOCS: auto, 0 never, 1 even after a failure).
+# Exit status: 0, 1 when a run failed, 4 when a tool or module is missing.
+
+set -u
+KSFT_SKIP=4
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+TOOL=$TOP/build/userspace/tools/mr_scale
+QPS=${MR_SCALE_BENCH_QPS:-4000}
+LADDER=${MR_SCALE_BENCH_RXE_LADDER:-"$QPS $((QPS / 2)) $((QPS / 4))"}
+DOCS=${MR_SCALE_BENCH_DOCS:-auto}
+# No run starts after this many seconds (the VM's timeout is 1800).
+BUDGET=${MR_SCALE_BENCH_BUDGET:-1650}
+SIZE=4096
+ROUNDS=2
+# Kernel memory may stay this far (KiB) above its level before a run.
+SLACK_KB=2048
+# A run is stopped when the guest's MemAvailable falls below this (KiB):
+# an allocation failure or the OOM killer would end the whole VM run.
+MEM_FLOOR_KB=$((160 * 1024))
+WORK=$(mktemp -d /tmp/mr-scale-bench.XXXXXX)
+RESULTS=$WORK/results.tsv
+
+NA=mrsc-a NB=mrsc-b VA=mrsc-a0 VB=mrsc-b0
+IPA=10.79.0.1 IPB=10.79.0.2
+TBL_A=7901 TBL_B=7902 RULE_PREF=120 LOCAL_PREF=1000
+PORT=18700
+
+log() { echo "scale: $*"; }
+die() { echo "scale: $*" >&2; exit 1; }
+skip() { echo "scale: SKIP: $*" >&2; exit "$KSFT_SKIP"; }
+
+[[ $QPS =~ ^[1-9][0-9]*$ ]] || die "bad MR_SCALE_BENCH_QPS '$QPS'"
+[[ -x $TOOL ]] || skip "$TOOL is missing: run make userspace"
+command -v rdma >/dev/null || skip "rdma (iproute2) is not installed"
+modprobe metaroce 2>/dev/null || skip "metaroce.ko is not available"
+modprobe rdma_rxe 2>/dev/null || skip "rdma_rxe is not available"
+
+# wait_for SECONDS CMD...: CMD succeeds within SECONDS (by the clock: a
+# check may itself take a while under emulation).
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	while :; do
+		"$@" >/dev/null 2>&1 && return 0
+		((SECONDS < end)) || return 1
+		sleep 0.1
+	done
+}
+
+# kmem: unreclaimable slab plus vmalloc, KiB.
+kmem() {
+	awk '/^SUnreclaim:|^VmallocUsed:/ { s += $2 } END { print s }' /proc/meminfo
+}
+mem_available() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
+drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+# gid_index DEV IP: the GID table index of IP (IPv4-mapped, RoCE v2).
+gid_index() {
+	local want f i o
+	IFS=. read -ra o <<<"$2"
+	printf -v want '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${o[@]}"
+	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		i=${f##*/}
+		[[ $(<"$f") == "$want" ]] || continue
+		[[ $(<"/sys/class/infiniband/$1/ports/1/gid_attrs/types/$i") == "RoCE v2" ]] ||
+			continue
+		echo "$i"
+		return 0
+	done
+	return 1
+}
+
+cleanup() {
+	set +e
+	local p
+	for p in $(jobs -p); do
+		kill "$p" 2>/dev/null
+	done
+	rdma link delete sc_mra 2>/dev/null
+	rdma link delete sc_mrb 2>/dev/null
+	rdma link delete sc_rxa 2>/dev/null
+	rdma link delete sc_rxb 2>/dev/null
+	ip link del "$VA" 2>/dev/null
+	ip netns exec "$NA" ip link del "$VA" 2>/dev/null
+	ip netns del "$NA" 2>/dev/null
+	ip netns del "$NB" 2>/dev/null
+	ip rule add pref 0 lookup local 2>/dev/null
+	ip rule del pref "$LOCAL_PREF" lookup local 2>/dev/null
+	ip rule del pref "$RULE_PREF" 2>/dev/null
+	ip rule del pref "$((RULE_PREF + 1))" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+link_up() {
+	ip ${1:+-n "$1"} link set "$2" mtu 1500
+	ip ${1:+-n "$1"} addr replace "$3/24" dev "$2"
+	ip ${1:+-n "$1"} link set "$2" up
+}
+
+# add_dev TYPE NAME NS NETDEV IP: an RDMA link whose IPv4 GID is ready.
+add_dev() {
+	if [[ -n $3 ]]; then
+		ip netns exec "$3" rdma link add "$2" type "$1" netdev "$4"
+	else
+		rdma link add "$2" type "$1" netdev "$4"
+	fi || die "rdma link add $2 type $1 netdev $4 failed"
+	wait_for 10 gid_index "$2" "$5" || die "$2 has no GID for $5"
+}
+
+# metaroce: VA in NA, VB in NB, a device on each.
+topo_metaroce() {
+	if ! ip netns add "$NA" || ! ip netns add "$NB"; then
+		die "cannot create namespaces"
+	fi
+	ip -n "$NA" link set lo up
+	ip -n "$NB" link set lo up
+	ip link add "$VA" netns "$NA" type veth peer name "$VB" netns "$NB" ||
+		die "cannot create the veth pair"
+	link_up "$NA" "$VA" "$IPA"
+	link_up "$NB" "$VB" "$IPB"
+	add_dev metaroce sc_mra "$NA" "$VA" "$IPA"
+	add_dev metaroce sc_mrb "$NB" "$VB" "$IPB"
+}
+
+# rxe: the same veth pair moved to the initial namespace; packets from IPA
+# to IPB (and back) are routed over it rather than over lo.
+topo_rxe() {
+	local d
+	rdma link delete sc_mra
+	rdma link delete sc_mrb
+	ip -n "$NA" link set "$VA" netns 1
+	ip -n "$NB" link set "$VB" netns 1
+	for d in all default "$VA" "$VB"; do
+		sysctl -qw "net.ipv4.conf.$d.rp_filter=0"
+	done
+	sysctl -qw "net.ipv4.conf.$VA.accept_local=1" \
+		"net.ipv4.conf.$VB.accept_local=1"
+	link_up "" "$VA" "$IPA"
+	link_up "" "$VB" "$IPB"
+	ip rule add pref "$RULE_PREF" iif lo to "$IPB" lookup "$TBL_A"
+	ip rule add pref "$((RULE_PREF + 1))" iif lo to "$IPA" lookup "$TBL_B"
+	ip rule add pref "$LOCAL_PREF" lookup local
+	ip rule del pref 0 lookup local
+	ip route replace "$IPB" dev "$VA" src "$IPA" table "$TBL_A"
+	ip route replace "$IPA" dev "$VB" src "$IPB" table "$TBL_B"
+	ip neigh replace "$IPB" lladdr "$(<"/sys/class/net/$VB/address")" \
+		dev "$VA" nud permanent
+	ip neigh replace "$IPA" lladdr "$(<"/sys/class/net/$VA/address")" \
+		dev "$VB" nud permanent
+	[[ $(ip -o route get "$IPB" from "$IPA") == *" dev $VA "* ]] ||
+		die "policy routing: $IPA -> $IPB does not leave through $VA"
+	add_dev rxe sc_rxa "" "$VA" "$IPA"
+	add_dev rxe sc_rxb "" "$VB" "$IPB"
+}
+
+tcp_listening() {
+	if [[ -n $1 ]]; then
+		[[ -n $(ip netns exec "$1" ss -Htln "sport = :$2") ]]
+	else
+		[[ -n $(ss -Htln "sport = :$2") ]]
+	fi
+}
+
+# tx_packets NS DEV: DEV's transmitted packets (DEV in namespace NS, or in
+# the initial one when NS is empty).
+tx_packets() {
+	if [[ -n $1 ]]; then
+		ip netns exec "$1" cat "/sys/class/net/$2/statistics/tx_packets"
+	else
+		cat "/sys/class/net/$2/statistics/tx_packets"
+	fi
+}
+
+# ok_field FILE KEY: a figure from mr_scale's "mr_scale: OK" line, e.g.
+# "create 312 us/QP" -> ok_field F create gives 312; "data" gives the
+# seconds and "rate" the MB/s.
+ok_field() {
+	awk -v k="$2" '/^mr_scale: OK / {
+		for (i = 1; i <= NF; i++) {
+			f = $i; sub(/,$/, "", f)
+			if (k == "rate" && f == "MB/s)") { v = $(i - 1); sub(/^\(/, "", v); print v; exit }
+			if ($i == k) { v = $(i + 1); print v; exit }
+		}
+	}' "$1"
+}
+
+gone() { ! kill -0 "$1" 2>/dev/null; }
+listening_or_gone() { gone "$1" || tcp_listening "$2" "$3"; }
+
+# record TRANSPORT QPS STATUS FIELDS...: one row of the results.
+record() {
+	local IFS=$'\t'
+	echo "$*" >>"$RESULTS"
+}
+
+failed=0
+START=$SECONDS
+
+# run_scale TRANSPORT N: one mr_scale pair of N QPs. Prints the SCALE line
+# and records it; returns 0 when both sides exited 0 and every figure was
+# measured.
+run_scale() {
+	local tr=$1 n=$2 tag=$1.$2 pre_s=() pre_c=() sns="" cns="" sdev cdev
+	local sx cx srv cli rc_s=0 rc_c=0 why="" tlim left t0 t1 va vb
+	local before during=0 after back=no avail lowest ca cb sa sb setup teardown
+	local tx0_a tx0_b tx1_a tx1_b mbps mem i
+	if [[ $tr == metaroce ]]; then
+		sns=$NB cns=$NA sdev=sc_mrb cdev=sc_mra
+		pre_s=(ip netns exec "$NB") pre_c=(ip netns exec "$NA")
+	else
+		sdev=sc_rxb cdev=sc_rxa
+	fi
+	sx=$(gid_index "$sdev" "$IPB") cx=$(gid_index "$cdev" "$IPA")
+	left=$((BUDGET - (SECONDS - START)))
+	# A whole run took about 10 ms per QP under TCG: room for ten times.
+	tlim=$((120 + n / 10))
+	((tlim <= left - 40)) || tlim=$((left - 40))
+	if ((tlim < 60)); then
+		why="no time left in the budget of ${BUDGET}s"
+		echo "SCALE transport=$tr qps=$n status=fail reason=\"$why\""
+		record "$tr" "$n" fail "$why" - - - - - - - - - -
+		return 1
+	fi
+	PORT=$((PORT + 1))
+	rm -f "$WORK/pause.a" "$WORK/pause.b"
+	drop_caches
+	before=$(kmem)
+	tx0_a=$(tx_packets "$cns" "$VA") tx0_b=$(tx_packets "$sns" "$VB")
+	log "$tr, $n QPs: kernel memory $before KiB, MemAvailable" \
+		"$(mem_available) KiB, mr_scale timeout ${tlim}s"
+	t0=$SECONDS
+	"${pre_s[@]}" timeout -k 5 "$((tlim + 20))" "$TOOL" -d "$sdev" \
+		-g "$sx" -p "$PORT" -q "$n" -r "$ROUNDS" -s "$SIZE" -t "$tlim" \
+		-P "$WORK/pause.b" >"$WORK/$tag.server" 2>&1 </dev/null &
+	srv=$!
+	wait_for 60 listening_or_gone "$srv" "$sns" "$PORT" ||
+		kill "$srv" 2>/dev/null
+	"${pre_c[@]}" timeout -k 5 "$((tlim + 20))" "$TOOL" -d "$cdev" \
+		-g "$cx" -p "$PORT" -q "$n" -r "$ROUNDS" -s "$SIZE" -t "$tlim" \
+		-P "$WORK/pause.a" "$IPB" >"$WORK/$tag.client" 2>&1 </dev/null &
+	cli=$!
+	# Until both sides have connected every QP (their pause files): watch
+	# that both still run and that the guest keeps memory to spare.
+	lowest=$(mem_available)
+	while :; do
+		[[ -e $WORK/pause.a && -e $WORK/pause.b ]] && break
+		kill -0 "$srv" 2>/dev/null && kill -0 "$cli" 2>/dev/null || break
+		avail=$(mem_available)
+		((avail < lowest)) && lowest=$avail
+		if ((avail < MEM_FLOOR_KB)); then
+			why="stopped: MemAvailable fell to $avail KiB while creating and connecting"
+			kill "$cli" "$srv" 2>/dev/null
+			break
+		fi
+		sleep 0.2
+	done
+	if [[ -e $WORK/pause.a && -e $WORK/pause.b ]]; then
+		during=$(kmem)
+		log "$tr, $n QPs connected on each side after $((SECONDS - t0))s:" \
+			"kernel memory $during KiB, MemAvailable $(mem_available) KiB" \
+			"(lowest seen $lowest KiB)"
+		rm -f "$WORK/pause.a" "$WORK/pause.b"
+	fi
+	wait "$cli" || rc_c=$?
+	((rc_c == 0)) || wait_for 15 gone "$srv" || kill "$srv" 2>/dev/null
+	wait "$srv" || rc_s=$?
+	t1=$SECONDS
+	tx1_a=$(tx_packets "$cns" "$VA") tx1_b=$(tx_packets "$sns" "$VB")
+	va=$((tx1_a - tx0_a)) vb=$((tx1_b - tx0_b))
+	# Memory back: metaroce drops its idle connection 5 s after the last QP.
+	for ((i = 0; i < 30; i++)); do
+		drop_caches
+		after=$(kmem)
+		((after <= before + SLACK_KB)) && { back=yes; break; }
+		sleep 1
+	done
+	log "$tr, $n QPs: exit status client $rc_c, server $rc_s after" \
+		"$((t1 - t0))s; veth tx packets $VA $va, $VB $vb; kernel memory" \
+		"$after KiB after (was $before KiB)"
+	grep -h "^mr_scale: " "$WORK/$tag.client" "$WORK/$tag.server" |
+		sed 's/^/scale:   /'
+	if [[ -z $why ]] && ((rc_c != 0 || rc_s != 0)); then
+		why=$(grep -h "^mr_scale: FAIL" "$WORK/$tag.client" \
+			"$WORK/$tag.server" | head -n 1)
+		if [[ -z $why ]]; then
+			why="exit status client $rc_c, server $rc_s (124: timed out)"
+			tail -n 5 "$WORK/$tag.client" "$WORK/$tag.server" |
+				sed 's/^/scale:   /'
+		fi
+	fi
+	if [[ -z $why ]] && ((during == 0)); then
+		why="no memory measured while connected"
+	fi
+	# rxe must have crossed the wire: each QP's WRITE and SEND go A -> B,
+	# their acknowledgements B -> A.
+	if [[ -z $why && $tr == rxe ]] && ((va < n * ROUNDS || vb < n)); then
+		why="traffic did not cross the veth pair ($VA sent $va packets, $VB $vb)"
+	fi
+	ca=$(ok_field "$WORK/$tag.client" create) cb=$(ok_field "$WORK/$tag.client" connect)
+	sa=$(ok_field "$WORK/$tag.server" create) sb=$(ok_field "$WORK/$tag.server" connect)
+	mbps=$(ok_field "$WORK/$tag.client" rate)
+	if [[ -z $why ]] && ! [[ $ca =~ ^[0-9]+$ && $cb =~ ^[0-9]+$ &&
+		$sa =~ ^[0-9]+$ && $sb =~ ^[0-9]+$ && $mbps =~ ^[0-9.]+$ ]]; then
+		why="mr_scale printed no timings"
+	fi
+	if [[ -n $why ]]; then
+		echo "SCALE transport=$tr qps=$n status=fail reason=\"$why\""
+		record "$tr" "$n" fail "$why" - - - - - - - - - -
+		return 1
+	fi
+	# The slower side: the two run side by side, so it sets the pace.
+	if ((ca + cb >= sa + sb)); then
+		setup=$((ca + cb))
+	else
+		setup=$((sa + sb)) ca=$sa cb=$sb
+	fi
+	teardown=$(ok_field "$WORK/$tag.client" destroy)
+	sa=$(ok_field "$WORK/$tag.server" destroy)
+	((sa > teardown)) && teardown=$sa
+	mbps=$(awk -v m="$mbps" 'BEGIN { printf "%.2f", m * 8 }')
+	mem=$(((during - before) * 1024 / (2 * n)))
+	echo "SCALE transport=$tr qps=$n status=ok setup_us_per_qp=$setup" \
+		"create_us_per_qp=$ca connect_us_per_qp=$cb" \
+		"data_mbps=$mbps teardown_us_per_qp=$teardown" \
+		"mem_bytes_per_qp=$mem mem_back=$back" \
+		"mem_left_kib=$((after - before)) veth_tx_pkts=$((va + vb))" \
+		"wall_s=$((t1 - t0))"
+	record "$tr" "$n" ok - "$setup" "$ca" "$cb" "$mbps" "$teardown" \
+		"$mem" "$back" "$((after - before))" "$((va + vb))" "$((t1 - t0))"
+	return 0
+}
+
+: >"$RESULTS"
+log "kernel $(uname -r), $(nproc) CPUs, MemTotal" \
+	"$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) KiB;" \
+	"$QPS QPS, $ROUNDS rounds of $SIZE B"
+topo_metaroce
+run_scale metaroce "$QPS" || failed=1
+topo_rxe
+rxe_ok=0
+for n in $LADDER; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || continue
+	if run_scale rxe "$n"; then
+		rxe_ok=1
+		break
+	fi
+	log "rxe failed at $n QPs: trying the next count of the ladder ($LADDER)"
+done
+((rxe_ok)) || failed=1
+
+# Ratios: metaroce / rxe, per QP (rxe possibly at fewer QPs).
+awk -F'\t' '$3 == "ok" { for (i = 5; i <= 10; i++) v[$1, i] = $i; q[$1] = $2 }
+	END {
+		if (!(("metaroce", 5) in v) || !(("rxe", 5) in v))
+			exit
+		split("setup_us_per_qp create_us_per_qp connect_us_per_qp data_mbps teardown_us_per_qp mem_bytes_per_qp", name, " ")
+		line = "RATIO"
+		for (i = 5; i <= 10; i++)
+			line = line " " name[i - 4] "=" \
+				(v["rxe", i] > 0 ? sprintf("%.3f", v["metaroce", i] / v["rxe", i]) : "-")
+		print line " metaroce_qps=" q["metaroce"] " rxe_qps=" q["rxe"]
+	}' "$RESULTS"
+
+if ((failed)); then
+	echo "scale: a run failed" >&2
+	[[ $DOCS == 1 ]] || { echo "scale: Documentation/ left alone" >&2; exit 1; }
+fi
+[[ $DOCS == 0 ]] && exit "$failed"
+
+# The report: Documentation/bench/scale.tsv and the generated section.
+tsv=$TOP/Documentation/bench/scale.tsv
+rst=$TOP/Documentation/benchmarks.rst
+grep -qx '.. scale-generated-begin' "$rst" && grep -qx '.. scale-generated-end' "$rst" ||
+	die "no scale-generated markers in $rst"
+{
+	printf 'transport\tqps\tstatus\treason\tsetup_us_per_qp\tcreate_us_per_qp'
+	printf '\tconnect_us_per_qp\tdata_mbps\tteardown_us_per_qp'
+	printf '\tmem_bytes_per_qp\tmem_back\tmem_left_kib\tveth_tx_pkts\twall_s\n'
+	cat "$RESULTS"
+} >"$tsv"
+section=$WORK/section.rst
+awk -F'\t' -v kernel="$(uname -r)" -v want="$QPS" -v rounds="$ROUNDS" \
+	-v size="$SIZE" '
+	function row(a, b, c, d) { r[++nr, 1] = a; r[nr, 2] = b; r[nr, 3] = c; r[nr, 4] = d }
+	function ratio(i) {
+		if (ok["metaroce"] && ok["rxe"] && v["rxe", i] > 0)
+			return sprintf("%.2f", v["metaroce", i] / v["rxe", i])
+		return "-"
+	}
+	function val(t, i) { return ok[t] ? v[t, i] : "-" }
+	$3 == "fail" { fails = fails sprintf("%s at %s QPs failed (%s). ", $1, $2, $4) }
+	$3 == "ok" { ok[$1] = 1; for (i = 2; i <= NF; i++) v[$1, i] = $i }
+	END {
+		print ".. scale-generated-begin"
+		print ""
+		printf "Kernel %s, %s rounds of %s B per QP (make bench-scale).", kernel, rounds, size
+		if (ok["rxe"] && v["rxe", 2] != want)
+			printf " rxe ran at %s QPs per side, not %s: the figures per QP are compared.", v["rxe", 2], want
+		if (fails != "")
+			printf " %s", substr(fails, 1, length(fails) - 1)
+		print ""
+		print ""
+		row("figure", "metaroce", "rxe", "metaroce / rxe")
+		row("RC QPs per side", val("metaroce", 2), val("rxe", 2), "-")
+		row("create + connect, per QP (us)", val("metaroce", 5), val("rxe", 5), ratio(5))
+		row("create alone, per QP (us)", val("metaroce", 6), val("rxe", 6), ratio(6))
+		row("connect alone, per QP (us)", val("metaroce", 7), val("rxe", 7), ratio(7))
+		row("data phase, all QPs at once (Mbit/s)", val("metaroce", 8), val("rxe", 8), ratio(8))
+		row("destroy, per QP (us)", val("metaroce", 9), val("rxe", 9), ratio(9))
+		row("kernel memory per QP, all connected (B)", val("metaroce", 10), val("rxe", 10), ratio(10))
+		row("kernel memory back after teardown", val("metaroce", 11), val("rxe", 11), "-")
+		for (j = 1; j <= 4; j++) {
+			w[j] = 0
+			for (i = 1; i <= nr; i++)
+				if (length(r[i, j]) > w[j])
+					w[j] = length(r[i, j])
+			bar = sprintf("%" w[j] "s", "")
+			gsub(/ /, "=", bar)
+			sep = sep (j > 1 ? "  " : "") bar
+		}
+		print sep
+		for (i = 1; i <= nr; i++) {
+			line = ""
+			for (j = 1; j <= 4; j++)
+				line = line (j > 1 ? "  " : "") sprintf("%-" w[j] "s", r[i, j])
+			sub(/ +$/, "", line)
+			print line
+			if (i == 1)
+				print sep
+		}
+		print sep
+		print ""
+		print "Data: ``bench/scale.tsv``."
+		print ""
+		print ".. scale-generated-end"
+	}' "$RESULTS" >"$section"
+awk -v sec="$section" '
+	$0 == ".. scale-generated-begin" { while ((getline l < sec) > 0) print l; skip = 1; next }
+	$0 == ".. scale-generated-end" { skip = 0; next }
+	!skip' "$rst" >"$WORK/benchmarks.rst" && cat "$WORK/benchmarks.rst" >"$rst"
+log "wrote $tsv and the scale section of $rst"
+exit "$failed"
