@@ -471,25 +471,13 @@ static int mr_conn_queueing(const struct mr_conn *c)
 }
 
 /*
- * The connection's ECN fraction (/1024) under which its queues count as
- * not marking (1/32; an unmarked run decays alpha below 1 << ecn_shift).
- * Above it a queue marks, and a round that drew no mark was a small
- * window's luck, not a queue that never marks.
- */
-#define MR_ALPHA_QUIET	32
-
-/*
  * A standing queue that does not mark, in front of every path (a host's
  * receive backlog): even the fastest usable path's smoothed round trip is
- * over eight times the smallest minimum plus half the minimum RTO, and
- * the connection's recent rounds carried (almost) no CE.
+ * over eight times the smallest minimum plus half the minimum RTO.
  */
 static int mr_conn_unmarked_queue(const struct mr_conn *c)
 {
 	u32 i, rtt = 0, base = 0;
-
-	if (c->alpha >= MR_ALPHA_QUIET)
-		return 0;
 
 	for (i = 0; i < c->npaths; i++) {
 		const struct mr_path *p = &c->path[i];
