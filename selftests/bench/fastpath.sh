@@ -33,6 +33,7 @@ DOCS=${MR_FP_DOCS:-auto}
 WORK=$(mktemp -d /tmp/mr-fastpath.XXXXXX)
 RESULTS=$WORK/results.tsv
 
+DEVS=fp
 NA=mrfp-a NB=mrfp-b VA=mrfp-a0 VB=mrfp-b0
 IPA=10.78.0.1 IPB=10.78.0.2
 TBL_A=7801 TBL_B=7802 RULE_PREF=110 LOCAL_PREF=1000
@@ -58,101 +59,15 @@ wait_for() {
 	return 1
 }
 
-# gid_index DEV IP: the GID table index of IP (IPv4-mapped, RoCE v2).
-gid_index() {
-	local want f i o
-	IFS=. read -ra o <<<"$2"
-	printf -v want '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${o[@]}"
-	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		i=${f##*/}
-		[[ $(<"$f") == "$want" ]] || continue
-		[[ $(<"/sys/class/infiniband/$1/ports/1/gid_attrs/types/$i") == "RoCE v2" ]] ||
-			continue
-		echo "$i"
-		return 0
-	done
-	return 1
-}
+# shellcheck source=selftests/bench/veth_pair.sh
+. "$TOP/selftests/bench/veth_pair.sh"
 
 cleanup() {
 	set +e
-	rdma link delete fp_mra 2>/dev/null
-	rdma link delete fp_mrb 2>/dev/null
-	rdma link delete fp_rxa 2>/dev/null
-	rdma link delete fp_rxb 2>/dev/null
-	ip link del "$VA" 2>/dev/null
-	ip netns exec "$NA" ip link del "$VA" 2>/dev/null
-	ip netns del "$NA" 2>/dev/null
-	ip netns del "$NB" 2>/dev/null
-	ip rule add pref 0 lookup local 2>/dev/null
-	ip rule del pref "$LOCAL_PREF" lookup local 2>/dev/null
-	ip rule del pref "$RULE_PREF" 2>/dev/null
-	ip rule del pref "$((RULE_PREF + 1))" 2>/dev/null
+	veth_pair_cleanup
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-link_up() {
-	ip ${1:+-n "$1"} link set "$2" mtu 1500
-	ip ${1:+-n "$1"} addr replace "$3/24" dev "$2"
-	ip ${1:+-n "$1"} link set "$2" up
-}
-
-# add_dev TYPE NAME NS NETDEV IP: an RDMA link whose IPv4 GID is ready.
-add_dev() {
-	if [[ -n $3 ]]; then
-		ip netns exec "$3" rdma link add "$2" type "$1" netdev "$4"
-	else
-		rdma link add "$2" type "$1" netdev "$4"
-	fi || die "rdma link add $2 type $1 netdev $4 failed"
-	wait_for 10 gid_index "$2" "$5" || die "$2 has no GID for $5"
-}
-
-# metaroce: VA in NA, VB in NB.
-topo_metaroce() {
-	if ! ip netns add "$NA" || ! ip netns add "$NB"; then
-		die "cannot create namespaces"
-	fi
-	ip -n "$NA" link set lo up
-	ip -n "$NB" link set lo up
-	ip link add "$VA" netns "$NA" type veth peer name "$VB" netns "$NB" ||
-		die "cannot create the veth pair"
-	link_up "$NA" "$VA" "$IPA"
-	link_up "$NB" "$VB" "$IPB"
-	add_dev metaroce fp_mra "$NA" "$VA" "$IPA"
-	add_dev metaroce fp_mrb "$NB" "$VB" "$IPB"
-}
-
-# rxe: the same veth pair, both ends in the initial namespace, packets
-# from IPA to IPB (and back) routed over it rather than over lo.
-topo_rxe() {
-	local d
-	rdma link delete fp_mra
-	rdma link delete fp_mrb
-	ip -n "$NA" link set "$VA" netns 1
-	ip -n "$NB" link set "$VB" netns 1
-	for d in all default "$VA" "$VB"; do
-		sysctl -qw "net.ipv4.conf.$d.rp_filter=0"
-	done
-	sysctl -qw "net.ipv4.conf.$VA.accept_local=1" \
-		"net.ipv4.conf.$VB.accept_local=1"
-	link_up "" "$VA" "$IPA"
-	link_up "" "$VB" "$IPB"
-	ip rule add pref "$RULE_PREF" iif lo to "$IPB" lookup "$TBL_A"
-	ip rule add pref "$((RULE_PREF + 1))" iif lo to "$IPA" lookup "$TBL_B"
-	ip rule add pref "$LOCAL_PREF" lookup local
-	ip rule del pref 0 lookup local
-	ip route replace "$IPB" dev "$VA" src "$IPA" table "$TBL_A"
-	ip route replace "$IPA" dev "$VB" src "$IPB" table "$TBL_B"
-	ip neigh replace "$IPB" lladdr "$(<"/sys/class/net/$VB/address")" \
-		dev "$VA" nud permanent
-	ip neigh replace "$IPA" lladdr "$(<"/sys/class/net/$VA/address")" \
-		dev "$VB" nud permanent
-	[[ $(ip -o route get "$IPB" from "$IPA") == *" dev $VA "* ]] ||
-		die "policy routing: $IPA -> $IPB does not leave through $VA"
-	add_dev rxe fp_rxa "" "$VA" "$IPA"
-	add_dev rxe fp_rxb "" "$VB" "$IPB"
-}
 
 tcp_listening() {
 	if [[ -n $1 ]]; then
@@ -173,9 +88,9 @@ perf() {
 		shift 2
 	fi
 	if [[ $tr == metaroce ]]; then
-		sns=$NB cns=$NA sdev=fp_mrb cdev=fp_mra
+		sns=$NB cns=$NA sdev=${DEVS}_mrb cdev=${DEVS}_mra
 	else
-		sdev=fp_rxb cdev=fp_rxa
+		sdev=${DEVS}_rxb cdev=${DEVS}_rxa
 	fi
 	sx=$(gid_index "$sdev" "$IPB") cx=$(gid_index "$cdev" "$IPA")
 	for ((try = 1; try <= 5; try++)); do

@@ -56,6 +56,7 @@ MEM_FLOOR_KB=$((160 * 1024))
 WORK=$(mktemp -d /tmp/mr-scale-bench.XXXXXX)
 RESULTS=$WORK/results.tsv
 
+DEVS=sc
 NA=mrsc-a NB=mrsc-b VA=mrsc-a0 VB=mrsc-b0
 IPA=10.79.0.1 IPB=10.79.0.2
 TBL_A=7901 TBL_B=7902 RULE_PREF=120 LOCAL_PREF=1000
@@ -93,21 +94,8 @@ drop_caches() {
 	echo 3 >/proc/sys/vm/drop_caches
 }
 
-# gid_index DEV IP: the GID table index of IP (IPv4-mapped, RoCE v2).
-gid_index() {
-	local want f i o
-	IFS=. read -ra o <<<"$2"
-	printf -v want '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${o[@]}"
-	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		i=${f##*/}
-		[[ $(<"$f") == "$want" ]] || continue
-		[[ $(<"/sys/class/infiniband/$1/ports/1/gid_attrs/types/$i") == "RoCE v2" ]] ||
-			continue
-		echo "$i"
-		return 0
-	done
-	return 1
-}
+# shellcheck source=selftests/bench/veth_pair.sh
+. "$TOP/selftests/bench/veth_pair.sh"
 
 cleanup() {
 	set +e
@@ -115,83 +103,10 @@ cleanup() {
 	for p in $(jobs -p); do
 		kill "$p" 2>/dev/null
 	done
-	rdma link delete sc_mra 2>/dev/null
-	rdma link delete sc_mrb 2>/dev/null
-	rdma link delete sc_rxa 2>/dev/null
-	rdma link delete sc_rxb 2>/dev/null
-	ip link del "$VA" 2>/dev/null
-	ip netns exec "$NA" ip link del "$VA" 2>/dev/null
-	ip netns del "$NA" 2>/dev/null
-	ip netns del "$NB" 2>/dev/null
-	ip rule add pref 0 lookup local 2>/dev/null
-	ip rule del pref "$LOCAL_PREF" lookup local 2>/dev/null
-	ip rule del pref "$RULE_PREF" 2>/dev/null
-	ip rule del pref "$((RULE_PREF + 1))" 2>/dev/null
+	veth_pair_cleanup
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-link_up() {
-	ip ${1:+-n "$1"} link set "$2" mtu 1500
-	ip ${1:+-n "$1"} addr replace "$3/24" dev "$2"
-	ip ${1:+-n "$1"} link set "$2" up
-}
-
-# add_dev TYPE NAME NS NETDEV IP: an RDMA link whose IPv4 GID is ready.
-add_dev() {
-	if [[ -n $3 ]]; then
-		ip netns exec "$3" rdma link add "$2" type "$1" netdev "$4"
-	else
-		rdma link add "$2" type "$1" netdev "$4"
-	fi || die "rdma link add $2 type $1 netdev $4 failed"
-	wait_for 10 gid_index "$2" "$5" || die "$2 has no GID for $5"
-}
-
-# metaroce: VA in NA, VB in NB, a device on each.
-topo_metaroce() {
-	if ! ip netns add "$NA" || ! ip netns add "$NB"; then
-		die "cannot create namespaces"
-	fi
-	ip -n "$NA" link set lo up
-	ip -n "$NB" link set lo up
-	ip link add "$VA" netns "$NA" type veth peer name "$VB" netns "$NB" ||
-		die "cannot create the veth pair"
-	link_up "$NA" "$VA" "$IPA"
-	link_up "$NB" "$VB" "$IPB"
-	add_dev metaroce sc_mra "$NA" "$VA" "$IPA"
-	add_dev metaroce sc_mrb "$NB" "$VB" "$IPB"
-}
-
-# rxe: the same veth pair moved to the initial namespace; packets from IPA
-# to IPB (and back) are routed over it rather than over lo.
-topo_rxe() {
-	local d
-	rdma link delete sc_mra
-	rdma link delete sc_mrb
-	ip -n "$NA" link set "$VA" netns 1
-	ip -n "$NB" link set "$VB" netns 1
-	for d in all default "$VA" "$VB"; do
-		sysctl -qw "net.ipv4.conf.$d.rp_filter=0"
-	done
-	sysctl -qw "net.ipv4.conf.$VA.accept_local=1" \
-		"net.ipv4.conf.$VB.accept_local=1"
-	link_up "" "$VA" "$IPA"
-	link_up "" "$VB" "$IPB"
-	ip rule add pref "$RULE_PREF" iif lo to "$IPB" lookup "$TBL_A"
-	ip rule add pref "$((RULE_PREF + 1))" iif lo to "$IPA" lookup "$TBL_B"
-	ip rule add pref "$LOCAL_PREF" lookup local
-	ip rule del pref 0 lookup local
-	ip route replace "$IPB" dev "$VA" src "$IPA" table "$TBL_A"
-	ip route replace "$IPA" dev "$VB" src "$IPB" table "$TBL_B"
-	ip neigh replace "$IPB" lladdr "$(<"/sys/class/net/$VB/address")" \
-		dev "$VA" nud permanent
-	ip neigh replace "$IPA" lladdr "$(<"/sys/class/net/$VA/address")" \
-		dev "$VB" nud permanent
-	[[ $(ip -o route get "$IPB" from "$IPA") == *" dev $VA "* ]] ||
-		die "policy routing: $IPA -> $IPB does not leave through $VA"
-	add_dev rxe sc_rxa "" "$VA" "$IPA"
-	add_dev rxe sc_rxb "" "$VB" "$IPB"
-}
 
 tcp_listening() {
 	if [[ -n $1 ]]; then
@@ -245,10 +160,10 @@ run_scale() {
 	local before during=0 after back=no avail lowest ca cb sa sb setup teardown
 	local tx0_a tx0_b tx1_a tx1_b mbps mem i
 	if [[ $tr == metaroce ]]; then
-		sns=$NB cns=$NA sdev=sc_mrb cdev=sc_mra
+		sns=$NB cns=$NA sdev=${DEVS}_mrb cdev=${DEVS}_mra
 		pre_s=(ip netns exec "$NB") pre_c=(ip netns exec "$NA")
 	else
-		sdev=sc_rxb cdev=sc_rxa
+		sdev=${DEVS}_rxb cdev=${DEVS}_rxa
 	fi
 	sx=$(gid_index "$sdev" "$IPB") cx=$(gid_index "$cdev" "$IPA")
 	left=$((BUDGET - (SECONDS - START)))
