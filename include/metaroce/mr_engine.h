@@ -495,6 +495,7 @@ struct mr_conn {
 	u32 round_acked;
 	u32 round_pkts;
 	u32 round_ce;
+	u32 clean_pkts;		/* packets acknowledged since the last CE */
 	u32 round_peak;		/* most bytes in flight this round */
 	u8 round_cut;		/* a timeout halved the window this round */
 	u64 next_tx;		/* pacing: earliest next send */

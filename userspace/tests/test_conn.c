@@ -696,6 +696,55 @@ static void test_unmarked_queue(void)
 	ep_free(e);
 }
 
+/*
+ * A deep queue that marks, a window at its minimum: rounds of two packets
+ * often draw no mark by chance. Such a round is not evidence of a queue
+ * that does not mark; only 16 packets in a row without CE are.
+ */
+static void test_unmarked_small_rounds(void)
+{
+	struct ep *e = sender(2);
+	struct mr_conn *c = &e->c;
+	u32 deep = 8 * 20 * US + c->cfg.rto_min_ns / 2, w, i;
+	int grew = 1;
+
+	c->path[0].min_rtt = 20 * US;
+	c->path[1].min_rtt = 25 * US;
+	c->path[0].srtt = 2 * deep;
+	c->path[1].srtt = 2 * deep;
+	c->slow_start = 0;
+	c->wnd = c->cfg.min_window;
+	c->round_target = c->wnd;
+	for (i = 0; i < 4; i++) {
+		/* a marked round, then a clean one */
+		c->round_peak = c->wnd;
+		mr_conn_cc_on_ack(c, c->round_target, 2, 1, 0);
+		w = c->wnd;
+		c->round_peak = c->wnd;
+		mr_conn_cc_on_ack(c, c->round_target, 2, 0, 0);
+		if (c->wnd <= w)
+			grew = 0;
+	}
+	tap_ok(grew && c->clean_pkts == 2,
+	       "a deep marking queue: a clean 2-packet round grows the window (%u)",
+	       c->wnd);
+	c->wnd = 4 * c->cfg.min_window;
+	c->round_target = c->wnd;
+	for (i = 0; i < 6; i++) {
+		c->round_peak = c->wnd;
+		mr_conn_cc_on_ack(c, c->round_target, 2, 0, 0);
+	}
+	w = c->wnd;
+	tap_ok(c->clean_pkts == 14 && w > 4 * c->cfg.min_window,
+	       "14 clean packets after a mark are not enough to judge (%u)", w);
+	c->round_peak = c->wnd;
+	mr_conn_cc_on_ack(c, c->round_target, 2, 0, 0);
+	tap_ok(c->wnd == mr_max32(w / 2, c->cfg.min_window),
+	       "16 packets without CE behind a deep queue: halve (%u -> %u)", w,
+	       c->wnd);
+	ep_free(e);
+}
+
 static void test_hint(void)
 {
 	struct ep *e = sender(1);
@@ -1117,6 +1166,7 @@ int main(void)
 	test_ack_routes();
 	test_cc();
 	test_unmarked_queue();
+	test_unmarked_small_rounds();
 	test_hint();
 	test_pacing();
 	test_path_split();
