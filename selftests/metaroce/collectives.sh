@@ -22,10 +22,17 @@
 #   mpi_loss        as mpi, with netem dropping 1 % of the packets the
 #                   router forwards
 #   mpi_tcp_loss    as mpi_tcp, with the same loss
+#   mpi_rxe         the same collectives over UCX rc_verbs on rxe, for
+#                   comparison: Debian 6.12's rxe carries traffic only in
+#                   the initial network namespace, so its hosts are links
+#                   there into a router of their own (fabric.sh's
+#                   mr_rxe_star), one rxe device and one rank each; every
+#                   device sent packets and the router forwarded all of
+#                   them (none took the shortcut through lo)
+#   mpi_rxe_loss    as mpi_rxe, with the router dropping 1 %
 #
-# Each MPI run's per-size times are logged, with the metaroce/TCP ratio of
-# each. rxe cannot take part: Debian 6.12's rxe carries no traffic between
-# network namespaces (Documentation/benchmarks.rst).
+# Each MPI run's per-size times are logged, with the TCP/metaroce and
+# rxe/metaroce ratios of each.
 #
 # MR_COLL_HOSTS=N runs N hosts (mrs0 .. mrs<N-2> and mrsr; default 4),
 # MR_COLL_MAX the largest size in bytes (default 262144), MR_COLL_ITERS
@@ -199,12 +206,76 @@ coll_tcp() {
 	done
 }
 
-# compare METAROCE TCP: the two runs' times side by side, with the ratio.
+# compare METAROCE OTHER [LABEL]: the two runs' times side by side, with
+# the ratio (LABEL names the other transport: tcp by default).
 compare() {
-	mr_log "collective size  metaroce_us  tcp_us  tcp/metaroce"
+	local l=${3:-tcp}
+	mr_log "collective size  metaroce_us  ${l}_us  $l/metaroce"
 	paste -d' ' "$MR_TMP/$1.result" "$MR_TMP/$2.result" | awk '{
 		printf "%-10s %7s  %11s  %6s  %12.2f\n", $1, $2, $3, $6, $6 / $3
 	}'
+}
+
+# rxe_router_pkts: packets the rxe hosts' router received from them.
+rxe_router_pkts() {
+	local i n=0 c
+	for ((i = 0; i < NHOSTS; i++)); do
+		c=$(ip netns exec mrxw cat "/sys/class/net/y$i/statistics/rx_packets")
+		n=$((n + c))
+	done
+	echo "$n"
+}
+
+# coll_rxe NAME [LOSS]: mr_coll as coll runs it, over rc_verbs on rxe
+# (mr_rxe_star: all ranks in the initial namespace, rank i on mrx<i>), the
+# router dropping LOSS of what it forwards. rxe's UD completions do not
+# carry the packet type in sl as a RoCE NIC's do, so UCX 1.13 would take
+# the destination address at the wrong offset and drop every UD packet
+# (its wireup among them): UCX_UD_ETH_DGID_CHECK=n turns that check off.
+coll_rxe() {
+	local name=$1 loss=${2:-} d i fwd sent=0 s bad=""
+	mr_rxe_star "$NHOSTS"
+	if [[ -n $loss ]]; then
+		for ((i = 0; i < NHOSTS; i++)); do
+			mr_netem mrxw "y$i" loss "$loss"
+		done
+	fi
+	for d in "${MR_RXE_DEVS[@]}"; do
+		mr_stats "$d" >"$MR_TMP/$d.$name.before"
+	done
+	fwd=$(rxe_router_pkts)
+	if ! MR_RANK_DEVS="${MR_RXE_DEVS[*]}" OMPI_ALLOW_RUN_AS_ROOT=1 \
+		OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 \
+		mpirun -np "$NHOSTS" --oversubscribe \
+		--mca pml ucx --mca btl ^openib,vader,uct,tcp \
+		--mca pml_ucx_tls any --mca pml_ucx_devices any \
+		--mca mpi_yield_when_idle "$YIELD" \
+		-x UCX_TLS=rc_verbs,ud_verbs,self -x MR_RANK_DEVS \
+		-x UCX_UD_ETH_DGID_CHECK=n \
+		"$HERE/mpi_rank.sh" "$COLL" --iters "$ITERS" --max "$MAX" \
+		>"$MR_TMP/$name.out" 2>&1 </dev/null; then
+		grep -m 20 -E "UCX +(ERROR|FATAL)|[Ee]rror|retry" \
+			"$MR_TMP/$name.out" || true
+		tail -n 30 "$MR_TMP/$name.out"
+		mr_fail "$name: mpirun failed"
+	fi
+	grep "^mr_coll: OK" "$MR_TMP/$name.out" ||
+		{ tail -n 30 "$MR_TMP/$name.out"; mr_fail "$name: no OK from mr_coll"; }
+	awk '/^mr_coll: (allreduce|alltoall) / { print $2, $3, $7 }' \
+		"$MR_TMP/$name.out" >"$MR_TMP/$name.result"
+	fwd=$(($(rxe_router_pkts) - fwd))
+	for d in "${MR_RXE_DEVS[@]}"; do
+		mr_stats "$d" >"$MR_TMP/$d.$name.after"
+		s=$(mr_stat_delta "$MR_TMP/$d.$name.before" \
+			"$MR_TMP/$d.$name.after" sent_pkts)
+		((s > 0)) || bad+=" $d"
+		sent=$((sent + s))
+	done
+	mr_log "rxe packets sent: $sent; received by the router: $fwd"
+	[[ -z $bad ]] || mr_fail "sent nothing:$bad (UCX did not use it)"
+	# Every packet crossed the router (ARP adds a few).
+	((fwd >= sent)) ||
+		mr_fail "the router saw $fwd of the $sent packets rxe sent"
 }
 
 # router_loss PCT: netem on every router interface towards a host.
@@ -233,6 +304,17 @@ mpi_tcp_loss() {
 	fi
 }
 
+mpi_rxe() {
+	coll_rxe mpi_rxe
+	if [[ -s $MR_TMP/mpi.result ]]; then compare mpi mpi_rxe rxe; fi
+}
+mpi_rxe_loss() {
+	coll_rxe mpi_rxe_loss 1%
+	if [[ -s $MR_TMP/mpi_loss.result ]]; then
+		compare mpi_loss mpi_rxe_loss rxe
+	fi
+}
+
 mr_setup star mr_star $((NHOSTS - 1))
 mr_run ucx_rc ucx_rc
 mr_run ucx_ud ucx_ud
@@ -240,4 +322,6 @@ mr_run mpi mpi
 mr_run mpi_tcp mpi_tcp
 mr_run mpi_loss mpi_loss
 mr_run mpi_tcp_loss mpi_tcp_loss
+mr_run mpi_rxe mpi_rxe
+mr_run mpi_rxe_loss mpi_rxe_loss
 mr_done

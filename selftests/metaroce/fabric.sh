@@ -213,6 +213,68 @@ mr_star() {
 	assert_wait "port of mrsr_dev ACTIVE" 10 mr_port_active mrsr_dev
 }
 
+# mr_rxe_star N: N hosts for rxe, laid out as mr_star's hosts are (one
+# link each into one router namespace), for comparisons in the same boot.
+# Debian 6.12's rxe carries traffic only in the initial network namespace,
+# so the hosts' ends of the links are all there: x<i> (10.62.i.1/24; the
+# router mrxw's end y<i>, 10.62.i.254), an rxe device mrx<i> on each. Policy
+# routing makes what x<i>'s address sends to another host's address leave
+# through x<i> and the router, not lo: table MR_RXE_TABLE+i, a rule at
+# MR_RXE_PREF+i, the local rule moved to MR_RXE_LOCAL_PREF below them.
+# The subtest's defers undo it all. Skips the subtest without rdma_rxe.
+# Sets MR_RXE_DEVS (device names) and MR_RXE_IPS.
+MR_RXE_TABLE=3620 MR_RXE_PREF=3620 MR_RXE_LOCAL_PREF=3700
+
+mr_rxe_star() {
+	local n=$1 i rpf
+	modprobe rdma_rxe 2>/dev/null || mr_skip "rdma_rxe is not available"
+	MR_RXE_DEVS=() MR_RXE_IPS=()
+	mr_netns mrxw
+	ip netns exec mrxw sysctl -qw net.ipv4.ip_forward=1
+	rpf=$(sysctl -n net.ipv4.conf.all.rp_filter)
+	mr_defer sysctl -qw "net.ipv4.conf.all.rp_filter=$rpf"
+	sysctl -qw net.ipv4.conf.all.rp_filter=0
+	for ((i = 0; i < n; i++)); do
+		mr_veth "x$i" "y$i" "" mrxw
+		# Packets from another host arrive from a local address.
+		sysctl -qw "net.ipv4.conf.x$i.rp_filter=0" \
+			"net.ipv4.conf.x$i.accept_local=1"
+		ip addr add "10.62.$i.1/24" dev "x$i"
+		ip -n mrxw addr add "10.62.$i.254/24" dev "y$i"
+		ip route add 10.62.0.0/16 via "10.62.$i.254" dev "x$i" \
+			src "10.62.$i.1" table $((MR_RXE_TABLE + i))
+		mr_defer ip rule del pref $((MR_RXE_PREF + i))
+		ip rule add pref $((MR_RXE_PREF + i)) iif lo from "10.62.$i.1" \
+			to 10.62.0.0/16 lookup $((MR_RXE_TABLE + i))
+		MR_RXE_IPS+=("10.62.$i.1")
+	done
+	mr_defer ip rule del pref "$MR_RXE_LOCAL_PREF" lookup local
+	ip rule add pref "$MR_RXE_LOCAL_PREF" lookup local
+	mr_defer ip rule add pref 0 lookup local
+	ip rule del pref 0 lookup local
+	# Neighbours resolved up front: under load an ARP exchange can take
+	# longer than ib_core waits when it resolves an address handle.
+	for ((i = 0; i < n; i++)); do
+		ip neigh replace "10.62.$i.254" dev "x$i" nud permanent \
+			lladdr "$(ip netns exec mrxw cat "/sys/class/net/y$i/address")"
+		ip -n mrxw neigh replace "10.62.$i.1" dev "y$i" nud permanent \
+			lladdr "$(<"/sys/class/net/x$i/address")"
+	done
+	[[ $(ip -o route get 10.62.1.1 from 10.62.0.1) == *" dev x0 "* ]] ||
+		mr_fail "policy routing: 10.62.0.1 -> 10.62.1.1 does not leave through x0"
+	for ((i = 0; i < n; i++)); do
+		mr_defer rdma link delete "mrx$i"
+		assert_ok "rdma link add mrx$i" rdma link add "mrx$i" type rxe \
+			netdev "x$i"
+		MR_RXE_DEVS+=("mrx$i")
+	done
+	for ((i = 0; i < n; i++)); do
+		assert_wait "mrx$i has a RoCE v2 GID" 10 mr_gid_index "mrx$i" \
+			"10.62.$i.1"
+		assert_wait "port of mrx$i ACTIVE" 10 mr_port_active "mrx$i"
+	done
+}
+
 # mr_ecn_bottleneck NS DEV RATE: DEV's egress becomes a RATE bottleneck
 # (htb) whose queue marks ECN-capable packets CE (RED: from 15 kB of
 # average queue, every packet from 45 kB) and drops the others; the queue

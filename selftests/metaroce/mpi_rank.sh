@@ -7,7 +7,16 @@
 # netdev (for UCX's tcp transport). In shared RDMA namespace mode every
 # namespace sees every device: without this, UCX could pick another
 # host's.
+#
+# With MR_RANK_DEVS set (device names, one per rank, for ranks that share
+# a namespace: collectives.sh's rxe hosts), rank N uses the Nth device.
+only=
+if [[ -n ${MR_RANK_DEVS:-} ]]; then
+	read -ra devs <<<"$MR_RANK_DEVS"
+	only=${devs[${OMPI_COMM_WORLD_RANK:?not started by mpirun}]}
+fi
 for d in /sys/class/infiniband/*; do
+	[[ -z $only || ${d##*/} == "$only" ]] || continue
 	nd=$(cat "$d/ports/1/gid_attrs/ndevs/0" 2>/dev/null) || continue
 	[[ -e /sys/class/net/$nd ]] || continue
 	ip=$(ip -4 -o addr show dev "$nd" | awk '{ print $4; exit }')
