@@ -1400,6 +1400,19 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			    qp->max_inline);
 	if (err)
 		return err;
+	/*
+	 * The engine's message slots: a work request holds its send slot
+	 * until it is retired, so no more messages than the send queue holds
+	 * are ever in flight. Separate allocations keep struct mr_ibqp small.
+	 */
+	qp->eng_sq_slots = min_t(u32, roundup_pow_of_two(max(qp->sq.size, 1U)),
+				 MR_MSG_WND);
+	qp->eng_sq = kcalloc(qp->eng_sq_slots, sizeof(*qp->eng_sq), GFP_KERNEL);
+	qp->eng_rq = kcalloc(MR_MSG_WND, sizeof(*qp->eng_rq), GFP_KERNEL);
+	if (!qp->eng_sq || !qp->eng_rq) {
+		err = -ENOMEM;
+		goto err_sq;
+	}
 	if (init->srq) {
 		struct mr_srq *srq = to_mr_srq(init->srq);
 
@@ -1438,7 +1451,7 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_ring;
 	ibqp->qp_num = qpn;
-	mr_qp_init(&qp->eng, qpn);
+	mr_qp_init(&qp->eng, qpn, qp->eng_sq, qp->eng_sq_slots, qp->eng_rq);
 
 	cap->max_send_wr = qp->sq.size;
 	cap->max_send_sge = qp->max_send_sge;
@@ -1461,6 +1474,8 @@ err_rq:
 	else
 		mr_rring_free(&qp->rq);
 err_sq:
+	kfree(qp->eng_rq);
+	kfree(qp->eng_sq);
 	kvfree(qp->sq.buf);
 	return err;
 }
@@ -1525,6 +1540,8 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	else
 		mr_rring_free(&qp->rq);
 	kvfree(qp->sq.buf);
+	kfree(qp->eng_rq);
+	kfree(qp->eng_sq);
 	/* Nothing uses the rings any more. */
 	mr_umap_remove(qp->sq_umap);
 	mr_urq_remove(&qp->rq_user);
@@ -1698,7 +1715,8 @@ static void mr_qp_to_reset(struct mr_ibqp *qp)
 	WRITE_ONCE(qp->state, IB_QPS_RESET);
 	mr_qp_unpeer(qp);
 	mr_qp_clean_cqs(qp);
-	mr_qp_init(&qp->eng, qp->ibqp.qp_num);
+	mr_qp_init(&qp->eng, qp->ibqp.qp_num, qp->eng_sq, qp->eng_sq_slots,
+		   qp->eng_rq);
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	/* A send ring starts again where the process's index stands. */
 	start = 0;

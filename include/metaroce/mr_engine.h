@@ -448,7 +448,8 @@ struct mr_qp {
 	u64 rnr_until;
 	u64 last_progress;
 	u64 next_ackreq;
-	struct mr_msg sq[MR_MSG_WND];
+	struct mr_msg *sq;	/* sq_slots: message m in slot m % sq_slots */
+	u32 sq_slots;		/* a power of two, 1 to MR_MSG_WND */
 
 	/* responder */
 	u32 rq_msn;		/* oldest message not complete */
@@ -463,6 +464,17 @@ struct mr_qp {
 	u8 resp_head;
 	u8 resp_cnt;
 	struct mr_resp resp[MR_MAX_RD_ATOMIC];
+	struct mr_rmsg *rq;	/* MR_MSG_WND: message m in m % MR_MSG_WND */
+};
+
+/*
+ * A QP's message slots, for an environment that keeps them with the QP.
+ * The requester needs no more slots than its send queue can hold work
+ * requests; the responder always needs MR_MSG_WND (a peer may have that
+ * many messages outstanding).
+ */
+struct mr_qp_slots {
+	struct mr_msg sq[MR_MSG_WND];
 	struct mr_rmsg rq[MR_MSG_WND];
 };
 
@@ -588,7 +600,19 @@ static inline void mr_conn_set_hint(struct mr_conn *c, u32 mbps)
 }
 
 /* QP */
-void mr_qp_init(struct mr_qp *qp, u32 qpn);
+/*
+ * @sq holds @sq_slots message slots (rounded down to a power of two, at
+ * most MR_MSG_WND are used: the requester's limit of messages in flight),
+ * @rq MR_MSG_WND. The caller owns both; they are cleared here.
+ */
+void mr_qp_init(struct mr_qp *qp, u32 qpn, struct mr_msg *sq, u32 sq_slots,
+		struct mr_rmsg *rq);
+
+static inline void mr_qp_init_slots(struct mr_qp *qp, u32 qpn,
+				    struct mr_qp_slots *s)
+{
+	mr_qp_init(qp, qpn, s->sq, MR_MSG_WND, s->rq);
+}
 /* RTR (responder) and RTS (requester) transitions. */
 int mr_qp_connect(struct mr_qp *qp, struct mr_conn *c,
 		  const struct mr_qp_attr *attr, u64 now);

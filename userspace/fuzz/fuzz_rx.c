@@ -55,6 +55,7 @@ struct fz_recv {
 
 struct fz_qp {
 	struct mr_qp qp;
+	struct mr_qp_slots slots;
 	struct fz_recv recv[MAX_RECV];
 	u32 nrecv;
 	int last_done;		/* h_wr index of the last completion, or -1 */
@@ -323,7 +324,7 @@ static void fz_connect(u32 i, int rts)
 	u32 msn0 = (S.setup[1] & FZ_SET_MSN_WRAP) ? 0xfffffc : 0x100;
 
 	memset(&a, 0, sizeof(a));
-	mr_qp_init(&S.q[i].qp, QPN(i));
+	mr_qp_init_slots(&S.q[i].qp, QPN(i), &S.q[i].slots);
 	S.q[i].last_done = -1;
 	a.dest_qpn = PEER_QPN(i);
 	a.sq_psn = msn0 + i;
@@ -421,7 +422,7 @@ static void setup(void)
 		S.peer_psn[i] = S.peer_epoch;
 	S.peer_dsn = S.peer_epoch;
 	for (i = 0; i < NQP; i++) {
-		mr_qp_init(&S.q[i].qp, QPN(i));
+		mr_qp_init_slots(&S.q[i].qp, QPN(i), &S.q[i].slots);
 		S.q[i].last_done = -1;
 	}
 	fz_connect(0, 1);
@@ -604,7 +605,7 @@ static void struct_data(int ce)
 	h.src_qpn = b[7] ? 0x300u + b[7] : PEER_QPN(qi);
 	if (mr_op_is_response(h.opcode)) {
 		u32 msn = (qp->sq_una + (u32)(s32)(s8)b[8]) & MR_MSN_MASK;
-		const struct mr_msg *m = &qp->sq[msn % MR_MSG_WND];
+		const struct mr_msg *m = &qp->sq[msn & (qp->sq_slots - 1)];
 
 		h.msn = msn;
 		h.gen = b[9] ? b[9] : m->gen;

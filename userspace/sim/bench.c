@@ -31,6 +31,7 @@ struct bend {
 	struct mr_conn c;
 	struct mr_seg segs[4096];
 	struct mr_qp qp;
+	struct mr_qp_slots slots;
 	struct bend *peer;
 	struct bpkt *q;		/* packets in flight to this end */
 	u32 head, tail;
@@ -187,7 +188,7 @@ static void setup(struct bend *e, struct bend *peer, u32 epoch, u32 qpn,
 	e->q = calloc(QLEN, sizeof(*e->q));
 	if (!e->q || mr_conn_init(&e->c, &cfg, e->segs, &ops, e, epoch, epoch, 0))
 		exit(1);
-	mr_qp_init(&e->qp, qpn);
+	mr_qp_init_slots(&e->qp, qpn, &e->slots);
 	memset(&at, 0, sizeof(at));
 	at.dest_qpn = dqpn;
 	at.sq_psn = 1;
@@ -216,10 +217,11 @@ int main(int argc, char **argv)
 	printf("packets=%llu acks=%llu ns_per_pkt=%.1f\n",
 	       (unsigned long long)data_pkts, (unsigned long long)ack_pkts,
 	       ns / data_pkts);
-	printf("sizeof_conn=%zu sizeof_path=%zu sizeof_rpath=%zu sizeof_seg=%zu sizeof_qp=%zu\n",
+	printf("sizeof_conn=%zu sizeof_path=%zu sizeof_rpath=%zu sizeof_seg=%zu sizeof_qp=%zu sizeof_msg=%zu sizeof_rmsg=%zu msg_wnd=%d\n",
 	       sizeof(struct mr_conn), sizeof(struct mr_path),
 	       sizeof(struct mr_rpath), sizeof(struct mr_seg),
-	       sizeof(struct mr_qp));
+	       sizeof(struct mr_qp), sizeof(struct mr_msg),
+	       sizeof(struct mr_rmsg), MR_MSG_WND);
 	free(A.q);
 	free(B.q);
 	return 0;

@@ -239,7 +239,7 @@ static struct sqp *qp_new(struct flow *f, struct sconn *sc, u32 qpn)
 		q = malloc(sizeof(*q));
 	assert(q);
 	memset(q, 0, sizeof(*q));
-	mr_qp_init(&q->qp, qpn);
+	mr_qp_init_slots(&q->qp, qpn, &q->slots);
 	q->f = f;
 	q->sc = sc;
 	if (qpn >= S->qpn_cap) {

@@ -37,12 +37,15 @@ cost() {
 		ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$work/callgrind.out")
 		instr=$(( ir / pkts ))
 	fi
-	local conn path rpath seg qp
+	local conn path rpath seg qp msg rmsg wnd
 	conn=$(sed -n 's/.*sizeof_conn=\([0-9]*\).*/\1/p' <<<"$sizes")
 	path=$(sed -n 's/.*sizeof_path=\([0-9]*\).*/\1/p' <<<"$sizes")
 	rpath=$(sed -n 's/.*sizeof_rpath=\([0-9]*\).*/\1/p' <<<"$sizes")
 	seg=$(sed -n 's/.*sizeof_seg=\([0-9]*\).*/\1/p' <<<"$sizes")
 	qp=$(sed -n 's/.*sizeof_qp=\([0-9]*\).*/\1/p' <<<"$sizes")
+	msg=$(sed -n 's/.*sizeof_msg=\([0-9]*\).*/\1/p' <<<"$sizes")
+	rmsg=$(sed -n 's/.*sizeof_rmsg=\([0-9]*\).*/\1/p' <<<"$sizes")
+	wnd=$(sed -n 's/.*msg_wnd=\([0-9]*\).*/\1/p' <<<"$sizes")
 	{
 		printf 'item\tbytes\n'
 		printf 'struct mr_conn (16 path slots, send+receive halves)\t%s\n' "$conn"
@@ -52,14 +55,18 @@ cost() {
 		printf 'segment table, seg_wnd=4096 (single-connection scenarios)\t%s\n' $(( seg * 4096 ))
 		printf 'segment table, seg_wnd=512 (all-to-all)\t%s\n' $(( seg * 512 ))
 		printf 'connection total, default seg_wnd\t%s\n' $(( conn + seg * 1024 ))
-		printf 'struct mr_qp (per RC QP, both directions)\t%s\n' "$qp"
+		printf 'struct mr_qp (per RC QP, both directions, without its slots)\t%s\n' "$qp"
+		printf 'responder message slots (struct mr_rmsg x %s)\t%s\n' "$wnd" $(( rmsg * wnd ))
+		printf 'requester message slot (struct mr_msg), one per send queue entry up to %s\t%s\n' "$wnd" "$msg"
+		printf 'QP total, send queue of %s or more\t%s\n' "$wnd" $(( qp + (rmsg + msg) * wnd ))
+		printf 'QP total, send queue of 2\t%s\n' $(( qp + rmsg * wnd + msg * 2 ))
 	} >"$out/cost_memory.tsv"
 	{
 		printf 'metric\tvalue\n'
 		printf 'instructions_per_data_packet (callgrind, send+receive+ACK, both ends)\t%s\n' "${instr:-n/a}"
 		printf 'ns_per_data_packet (this host, native)\t%s\n' "$ns"
 	} >"$out/cost_cpu.tsv"
-	echo "SIM scenario=cost transport=metaroce conn_bytes=$conn path_bytes=$(( path + rpath )) seg_bytes=$seg segtable_default_bytes=$(( seg * 1024 )) conn_total_default_bytes=$(( conn + seg * 1024 )) qp_bytes=$qp instr_per_pkt=${instr:-n/a} instr_counter=callgrind ns_per_pkt=$ns"
+	echo "SIM scenario=cost transport=metaroce conn_bytes=$conn path_bytes=$(( path + rpath )) seg_bytes=$seg segtable_default_bytes=$(( seg * 1024 )) conn_total_default_bytes=$(( conn + seg * 1024 )) qp_bytes=$(( qp + (rmsg + msg) * wnd )) qp_sq2_bytes=$(( qp + rmsg * wnd + msg * 2 )) instr_per_pkt=${instr:-n/a} instr_counter=callgrind ns_per_pkt=$ns"
 }
 cost >"$work/cost.out"
 

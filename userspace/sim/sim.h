@@ -134,6 +134,7 @@ struct flow {
 /* MetaRoCE QP wrapper (one per flow and side). */
 struct sqp {
 	struct mr_qp qp;
+	struct mr_qp_slots slots;
 	struct flow *f;
 	struct sconn *sc;
 	struct sqp *next_free;

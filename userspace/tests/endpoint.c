@@ -133,7 +133,7 @@ struct ep *ep_new(const struct mr_conn_cfg *cfg, u32 epoch, u32 peer_epoch,
 	e->peer_epoch = peer_epoch;
 	e->recv_len = 1 << 20;
 	for (i = 0; i < EP_QPS; i++) {
-		mr_qp_init(&e->qp[i], EP_QPN(i));
+		mr_qp_init_slots(&e->qp[i], EP_QPN(i), &e->slots[i]);
 		e->err_status[i] = -1;
 	}
 	if (mr_conn_init(&e->c, cfg, e->segs, &ep_ops, e, epoch, seed, e->now))

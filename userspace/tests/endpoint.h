@@ -39,6 +39,7 @@ struct ep {
 	struct mr_conn c;
 	struct mr_seg segs[EP_SEGS];
 	struct mr_qp qp[EP_QPS];
+	struct mr_qp_slots slots[EP_QPS];
 	u64 now;
 	u32 peer_epoch;		/* epoch of the packets ep_rx() builds */
 

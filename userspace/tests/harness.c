@@ -281,7 +281,7 @@ void h_connect_attr(struct h_net *n, u32 i, u32 psn_a, u32 psn_b,
 		struct h_qp *q = &h->qps[i];
 		struct mr_qp_attr a = *tmpl;
 
-		mr_qp_init(&q->qp, 0x100 + 0x10 * k + i);
+		mr_qp_init_slots(&q->qp, 0x100 + 0x10 * k + i, &q->slots);
 		q->host = h;
 		q->nrecv = 0;
 		a.dest_qpn = 0x100 + 0x10 * (1 - k) + i;

@@ -36,6 +36,7 @@ struct h_host;
 
 struct h_qp {
 	struct mr_qp qp;
+	struct mr_qp_slots slots;
 	struct h_host *host;
 	struct h_recv recv[H_MAX_RECV];
 	u32 nrecv;

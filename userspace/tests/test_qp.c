@@ -365,6 +365,30 @@ static void test_window_fence(void)
 	       "10 completions open the window again");
 	ep_free(e);
 
+	/* a send queue of 3 work requests: 2 message slots */
+	e = ep_new(NULL, 1, PEER, 1);
+	mr_qp_init(&e->qp[0], EP_QPN(0), e->slots[0].sq, 3, e->slots[0].rq);
+	qp = ep_qp(e, 0, NULL);
+	posted = 0;
+	for (i = 0; i < 3; i++)
+		if (!ep_post(e, 0, MR_WR_WRITE, 16, i))
+			posted++;
+	tap_ok(qp->sq_slots == 2 && posted == 2 && !mr_qp_can_post(qp),
+	       "3 slots given: 2 used, 2 messages in flight, the third waits");
+	ep_tx(e);
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, 0, (u32)e->now);
+	ep_ack_qp(&a, MR_QPS_OK, EP_QPN(0), 0, 0x100 + 1, 0);
+	ep_rx_ack(e, &a);
+	tap_ok(e->ncqe == 1 && !ep_post(e, 0, MR_WR_WRITE, 16, 7) &&
+	       qp->sq[0].cookie == 7 && qp->sq[1].cookie == 1 &&
+	       !mr_qp_can_post(qp),
+	       "a completion frees its slot: message 2 takes slot 0 again");
+	mr_qp_init(qp, EP_QPN(0), e->slots[0].sq, 1000, e->slots[0].rq);
+	tap_ok(qp->sq_slots == MR_MSG_WND,
+	       "more slots than MR_MSG_WND: MR_MSG_WND are used");
+	ep_free(e);
+
 	/* fence */
 	e = ep_new(NULL, 1, PEER, 1);
 	ep_qp(e, 0, NULL);
@@ -1216,9 +1240,9 @@ static void test_connect_checks(void)
 	BADC(a.mtu = e->c.cfg.mtu + 1);
 	BADC(a.max_rd_atomic = MR_MAX_RD_ATOMIC + 1);
 	BADC(a.max_dest_rd_atomic = MR_MAX_RD_ATOMIC + 1);
-	mr_qp_init(qp, 1);
+	mr_qp_init(qp, 1, qp->sq, qp->sq_slots, qp->rq);
 	BADC((void)0);
-	mr_qp_init(qp, EP_QPN(0));
+	mr_qp_init(qp, EP_QPN(0), qp->sq, qp->sq_slots, qp->rq);
 #undef BADC
 	tap_ok(!bad, "mr_qp_connect rejects bad dest_qpn, mtu, rd_atomic, and QPN 0/1");
 	ep_qp_attr_default(&a, 0);

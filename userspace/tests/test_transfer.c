@@ -147,7 +147,7 @@ static void restart_test(u32 loss_ppm, const char *name)
 	a = qb->attr;
 	a.rq_psn = qa->sq_nxt;
 	a.sq_psn = qa->attr.rq_psn + 0;
-	mr_qp_init(qb, qb->qpn);
+	mr_qp_init(qb, qb->qpn, qb->sq, qb->sq_slots, qb->rq);
 	if (mr_qp_connect(qb, &b->conn, &a, n->now) ||
 	    mr_qp_rts(qb, &a, n->now))
 		abort();
@@ -193,7 +193,7 @@ static void sender_restart_test(const char *name)
 	at = qa->attr;
 	at.rq_psn = qb->sq_nxt;
 	at.sq_psn = qb->rq_msn;
-	mr_qp_init(qa, qa->qpn);
+	mr_qp_init(qa, qa->qpn, qa->sq, qa->sq_slots, qa->rq);
 	if (mr_qp_connect(qa, &a->conn, &at, n->now) ||
 	    mr_qp_rts(qa, &at, n->now))
 		abort();

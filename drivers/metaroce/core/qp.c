@@ -70,7 +70,7 @@ static int mr_op_consumes_recv(u8 opcode, u16 flags)
 
 static struct mr_msg *mr_sq_msg(struct mr_qp *qp, u32 msn)
 {
-	return &qp->sq[msn % MR_MSG_WND];
+	return &qp->sq[msn & (qp->sq_slots - 1)];
 }
 
 /* Is msn among the messages posted and not completed? */
@@ -97,9 +97,19 @@ static void mr_qp_activate(struct mr_qp *qp)
 
 static void mr_qp_fatal_fail(struct mr_qp *qp);
 
-void mr_qp_init(struct mr_qp *qp, u32 qpn)
+void mr_qp_init(struct mr_qp *qp, u32 qpn, struct mr_msg *sq, u32 sq_slots,
+		struct mr_rmsg *rq)
 {
 	memset(qp, 0, sizeof(*qp));
+	if (sq_slots > MR_MSG_WND)
+		sq_slots = MR_MSG_WND;
+	while (sq_slots & (sq_slots - 1))
+		sq_slots &= sq_slots - 1;
+	qp->sq = sq;
+	qp->sq_slots = sq_slots;
+	qp->rq = rq;
+	memset(sq, 0, sq_slots * sizeof(*sq));
+	memset(rq, 0, MR_MSG_WND * sizeof(*rq));
 	mr_list_init(&qp->active_node);
 	mr_list_init(&qp->busy_node);
 	mr_list_init(&qp->dirty_node);
@@ -151,7 +161,7 @@ int mr_qp_rts(struct mr_qp *qp, const struct mr_qp_attr *a, u64 now)
 int mr_qp_can_post(const struct mr_qp *qp)
 {
 	return qp->state == MR_QP_RTS &&
-	       mr_msn_diff(qp->sq_nxt, qp->sq_una) < MR_MSG_WND;
+	       mr_msn_diff(qp->sq_nxt, qp->sq_una) < qp->sq_slots;
 }
 
 static void mr_qp_complete(struct mr_qp *qp, u64 now);
