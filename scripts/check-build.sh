@@ -91,8 +91,9 @@ build() {
 sparse() {
 	local log=$LOGS/sparse-6.12.log ours
 	command -v sparse >/dev/null || { echo "# sparse not installed: make deps"; return 1; }
-	# C=2 checks every file, even those already compiled.
-	env KBUILD_CHECKSRC=2 CHECK=sparse \
+	# C=2 checks every file, even those already compiled. Not silent,
+	# even under `make -s` (its CHECK lines prove that sparse ran).
+	env -u MAKEFLAGS -u MFLAGS KBUILD_CHECKSRC=2 CHECK=sparse \
 		scripts/build-module.sh "/usr/src/linux-headers-$MR_KVER_6_12" 1 \
 		>"$log.out" 2>"$log" || { sed 's/^/# /' "$log"; return 1; }
 	ours=$(grep -E '^/[^:]+:[0-9]+:[0-9]+: (warning|error):' "$log" |
