@@ -401,9 +401,6 @@ enum {
 struct mr_ibqp {
 	struct ib_qp ibqp;
 	struct mr_qp eng;		/* RC: engine state, under peer->lock */
-	struct mr_msg *eng_sq;		/* eng's slots: as many as sq holds */
-	struct mr_rmsg *eng_rq;		/* (up to MR_MSG_WND) and MR_MSG_WND */
-	u32 eng_sq_slots;
 	struct mr_dev *dev;
 	struct mr_peer *peer;		/* RC, from RTR on */
 	refcount_t ref;			/* table's + lookups by the data path */

@@ -1367,7 +1367,9 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct mr_dev *dev = to_mr_dev(ibqp->device);
 	struct mr_ibqp *qp = to_mr_ibqp(ibqp);
 	struct ib_qp_cap *cap = &init->cap;
-	u32 qpn;
+	struct mr_msg *msgs;
+	struct mr_rmsg *rmsgs;
+	u32 qpn, slots;
 	int err;
 
 	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD &&
@@ -1403,13 +1405,13 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	/*
 	 * The engine's message slots: a work request holds its send slot
 	 * until it is retired, so no more messages than the send queue holds
-	 * are ever in flight. Separate allocations keep struct mr_ibqp small.
+	 * are ever in flight. Separate allocations keep struct mr_ibqp small;
+	 * mr_qp_init() hands them to qp->eng, which owns them from then on.
 	 */
-	qp->eng_sq_slots = min_t(u32, roundup_pow_of_two(max(qp->sq.size, 1U)),
-				 MR_MSG_WND);
-	qp->eng_sq = kcalloc(qp->eng_sq_slots, sizeof(*qp->eng_sq), GFP_KERNEL);
-	qp->eng_rq = kcalloc(MR_MSG_WND, sizeof(*qp->eng_rq), GFP_KERNEL);
-	if (!qp->eng_sq || !qp->eng_rq) {
+	slots = min_t(u32, roundup_pow_of_two(max(qp->sq.size, 1U)), MR_MSG_WND);
+	msgs = kcalloc(slots, sizeof(*msgs), GFP_KERNEL);
+	rmsgs = kcalloc(MR_MSG_WND, sizeof(*rmsgs), GFP_KERNEL);
+	if (!msgs || !rmsgs) {
 		err = -ENOMEM;
 		goto err_sq;
 	}
@@ -1451,7 +1453,7 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_ring;
 	ibqp->qp_num = qpn;
-	mr_qp_init(&qp->eng, qpn, qp->eng_sq, qp->eng_sq_slots, qp->eng_rq);
+	mr_qp_init(&qp->eng, qpn, msgs, slots, rmsgs);
 
 	cap->max_send_wr = qp->sq.size;
 	cap->max_send_sge = qp->max_send_sge;
@@ -1474,8 +1476,8 @@ err_rq:
 	else
 		mr_rring_free(&qp->rq);
 err_sq:
-	kfree(qp->eng_rq);
-	kfree(qp->eng_sq);
+	kfree(rmsgs);
+	kfree(msgs);
 	kvfree(qp->sq.buf);
 	return err;
 }
@@ -1540,8 +1542,8 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	else
 		mr_rring_free(&qp->rq);
 	kvfree(qp->sq.buf);
-	kfree(qp->eng_rq);
-	kfree(qp->eng_sq);
+	kfree(qp->eng.rq);
+	kfree(qp->eng.sq);
 	/* Nothing uses the rings any more. */
 	mr_umap_remove(qp->sq_umap);
 	mr_urq_remove(&qp->rq_user);
@@ -1715,8 +1717,9 @@ static void mr_qp_to_reset(struct mr_ibqp *qp)
 	WRITE_ONCE(qp->state, IB_QPS_RESET);
 	mr_qp_unpeer(qp);
 	mr_qp_clean_cqs(qp);
-	mr_qp_init(&qp->eng, qp->ibqp.qp_num, qp->eng_sq, qp->eng_sq_slots,
-		   qp->eng_rq);
+	/* Same slots: mr_qp_init() clears them. */
+	mr_qp_init(&qp->eng, qp->ibqp.qp_num, qp->eng.sq, qp->eng.sq_slots,
+		   qp->eng.rq);
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	/* A send ring starts again where the process's index stands. */
 	start = 0;
