@@ -343,11 +343,22 @@ static void resp(struct ep *e, u8 op, u32 msn, u32 dsn, u32 len, u32 off,
 	ep_rx(e, &h, 0);
 }
 
+/* Send what is queued; the peer acknowledges QP 0's messages before @msn. */
+static void ack_qp0_before(struct ep *e, u32 msn)
+{
+	struct mr_ack a;
+
+	ep_tx(e);
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, 0, (u32)e->now);
+	ep_ack_qp(&a, MR_QPS_OK, EP_QPN(0), 0, msn, 0);
+	ep_rx_ack(e, &a);
+}
+
 static void test_window_fence(void)
 {
 	struct ep *e = ep_new(NULL, 1, PEER, 1);
 	struct mr_qp *qp = ep_qp(e, 0, NULL);
-	struct mr_ack a;
 	u32 i, posted = 0;
 
 	for (i = 0; i < 70; i++)
@@ -355,11 +366,7 @@ static void test_window_fence(void)
 			posted++;
 	tap_ok(posted == MR_MSG_WND && !mr_qp_can_post(qp),
 	       "64 messages in flight per QP: the 65th post fails, can_post says no");
-	ep_tx(e);
-	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 0, 0, (u32)e->now);
-	ep_ack_qp(&a, MR_QPS_OK, EP_QPN(0), 0, 0x100 + 10, 0);
-	ep_rx_ack(e, &a);
+	ack_qp0_before(e, 0x100 + 10);
 	tap_ok(e->ncqe == 10 && mr_qp_can_post(qp) &&
 	       !ep_post(e, 0, MR_WR_WRITE, 16, 99),
 	       "10 completions open the window again");
@@ -375,11 +382,7 @@ static void test_window_fence(void)
 			posted++;
 	tap_ok(qp->sq_slots == 2 && posted == 2 && !mr_qp_can_post(qp),
 	       "3 slots given: 2 used, 2 messages in flight, the third waits");
-	ep_tx(e);
-	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 0, 0, (u32)e->now);
-	ep_ack_qp(&a, MR_QPS_OK, EP_QPN(0), 0, 0x100 + 1, 0);
-	ep_rx_ack(e, &a);
+	ack_qp0_before(e, 0x100 + 1);
 	tap_ok(e->ncqe == 1 && !ep_post(e, 0, MR_WR_WRITE, 16, 7) &&
 	       qp->sq[0].cookie == 7 && qp->sq[1].cookie == 1 &&
 	       !mr_qp_can_post(qp),
