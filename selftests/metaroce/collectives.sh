@@ -127,6 +127,24 @@ coll_diag() {
 	done
 }
 
+# Open MPI over UCX, as every run uses it: the UCX PML for any transport,
+# none of Open MPI's own byte transfer layers.
+MPI_OPTS="--mca pml ucx --mca btl ^openib,vader,uct,tcp \
+	--mca pml_ucx_tls any --mca pml_ucx_devices any \
+	--mca mpi_yield_when_idle $YIELD"
+# The program each rank runs.
+RANK_CMD="$HERE/mpi_rank.sh $COLL --iters $ITERS --max $MAX"
+
+# coll_result NAME: mr_coll's verdict in $MR_TMP/NAME.out; its per-size
+# lines to $MR_TMP/NAME.result.
+coll_result() {
+	grep "^mr_coll: OK" "$MR_TMP/$1.out" ||
+		{ tail -n 30 "$MR_TMP/$1.out"; mr_fail "$1: no OK from mr_coll"; }
+	# "mr_coll: COLL SIZE B x N: US us per call, ..." -> "COLL SIZE US"
+	awk '/^mr_coll: (allreduce|alltoall) / { print $2, $3, $7 }' \
+		"$MR_TMP/$1.out" >"$MR_TMP/$1.result"
+}
+
 # coll NAME TLS: mr_coll on the four hosts over UCX TLS; per-size lines
 # in $MR_TMP/NAME.result.
 coll() {
@@ -141,21 +159,14 @@ coll() {
 		timeout 600 mpirun -np $NHOSTS --host $hosts \
 		--mca plm_rsh_agent $HERE/mpi_agent.sh \
 		--mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_exclude lo \
-		--mca pml ucx --mca btl ^openib,vader,uct,tcp \
-		--mca pml_ucx_tls any --mca pml_ucx_devices any \
-		--mca mpi_yield_when_idle $YIELD \
-		-x UCX_TLS=$tls $HERE/mpi_rank.sh $COLL --iters $ITERS --max $MAX" \
+		$MPI_OPTS -x UCX_TLS=$tls $RANK_CMD" \
 		>"$MR_TMP/$name.out" 2>&1 </dev/null; then
 		coll_diag "$name"
 		tail -n 30 "$MR_TMP/$name.out"
 		mr_fail "$name: mpirun failed"
 	fi
 	devstats "$name.after"
-	grep "^mr_coll: OK" "$MR_TMP/$name.out" ||
-		{ tail -n 30 "$MR_TMP/$name.out"; mr_fail "$name: no OK from mr_coll"; }
-	# "mr_coll: COLL SIZE B x N: US us per call, ..." -> "COLL SIZE US"
-	awk '/^mr_coll: (allreduce|alltoall) / { print $2, $3, $7 }' \
-		"$MR_TMP/$name.out" >"$MR_TMP/$name.result"
+	coll_result "$name"
 }
 
 # segments NAME [COUNTER]: how far COUNTER (data segments sent) moved on
@@ -244,25 +255,19 @@ coll_rxe() {
 		mr_stats "$d" >"$MR_TMP/$d.$name.before"
 	done
 	fwd=$(rxe_router_pkts)
+	# shellcheck disable=SC2086 # MPI_OPTS and RANK_CMD are word lists
 	if ! MR_RANK_DEVS="${MR_RXE_DEVS[*]}" OMPI_ALLOW_RUN_AS_ROOT=1 \
 		OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 \
-		mpirun -np "$NHOSTS" --oversubscribe \
-		--mca pml ucx --mca btl ^openib,vader,uct,tcp \
-		--mca pml_ucx_tls any --mca pml_ucx_devices any \
-		--mca mpi_yield_when_idle "$YIELD" \
+		mpirun -np "$NHOSTS" --oversubscribe $MPI_OPTS \
 		-x UCX_TLS=rc_verbs,ud_verbs,self -x MR_RANK_DEVS \
-		-x UCX_UD_ETH_DGID_CHECK=n \
-		"$HERE/mpi_rank.sh" "$COLL" --iters "$ITERS" --max "$MAX" \
+		-x UCX_UD_ETH_DGID_CHECK=n $RANK_CMD \
 		>"$MR_TMP/$name.out" 2>&1 </dev/null; then
 		grep -m 20 -E "UCX +(ERROR|FATAL)|[Ee]rror|retry" \
 			"$MR_TMP/$name.out" || true
 		tail -n 30 "$MR_TMP/$name.out"
 		mr_fail "$name: mpirun failed"
 	fi
-	grep "^mr_coll: OK" "$MR_TMP/$name.out" ||
-		{ tail -n 30 "$MR_TMP/$name.out"; mr_fail "$name: no OK from mr_coll"; }
-	awk '/^mr_coll: (allreduce|alltoall) / { print $2, $3, $7 }' \
-		"$MR_TMP/$name.out" >"$MR_TMP/$name.result"
+	coll_result "$name"
 	fwd=$(($(rxe_router_pkts) - fwd))
 	for d in "${MR_RXE_DEVS[@]}"; do
 		mr_stats "$d" >"$MR_TMP/$d.$name.after"
