@@ -146,6 +146,8 @@ int mr_dev_cfg_default(struct mr_conn_cfg *cfg)
 
 /* Deferred device unregistration; drained before the module goes away. */
 struct workqueue_struct *mr_wq;
+/* Doorbells of the send rings: see mr_qp_sq_doorbell(). */
+struct workqueue_struct *mr_db_wq;
 
 static bool mr_udp_port_valid(unsigned short port)
 {
@@ -177,6 +179,11 @@ static int __init mr_init(void)
 	mr_wq = alloc_workqueue(METAROCE_NAME, WQ_UNBOUND, 0);
 	if (!mr_wq)
 		return -ENOMEM;
+	mr_db_wq = alloc_workqueue(METAROCE_NAME "_db", WQ_UNBOUND | WQ_HIGHPRI, 0);
+	if (!mr_db_wq) {
+		destroy_workqueue(mr_wq);
+		return -ENOMEM;
+	}
 	mr_debugfs_init();
 
 	err = mr_net_init();
@@ -197,6 +204,7 @@ err_net:
 	mr_net_exit();
 err_wq:
 	mr_debugfs_exit();
+	destroy_workqueue(mr_db_wq);
 	destroy_workqueue(mr_wq);
 	return err;
 }
@@ -212,6 +220,7 @@ static void __exit mr_exit(void)
 	mr_net_exit();
 	mr_debugfs_exit();
 	destroy_workqueue(mr_wq);
+	destroy_workqueue(mr_db_wq);
 	/* Let receive callbacks that raced with the socket close finish. */
 	synchronize_rcu();
 	pr_info("unloaded\n");

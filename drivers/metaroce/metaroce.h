@@ -154,6 +154,7 @@ extern unsigned int mr_param_rx_capacity_mbps;
 int mr_cfg_set(struct mr_conn_cfg *cfg, size_t off, u32 unit, u32 val);
 int mr_dev_cfg_default(struct mr_conn_cfg *cfg);
 extern struct workqueue_struct *mr_wq;
+extern struct workqueue_struct *mr_db_wq;
 
 /* device.c */
 extern struct mutex mr_lock;

@@ -1146,10 +1146,13 @@ static bool mr_qp_sq_pull(struct mr_ibqp *qp)
 }
 
 /*
- * The doorbell's work, on the module's unbound workqueue: the system call
- * returns at once and the work requests go out from another CPU, as they
- * would from a device. Taken inline, each doorbell carried its work
- * request to completion before the process could post the next.
+ * The doorbell's work, on the module's unbound high-priority workqueue:
+ * the system call returns at once and the work requests go out from
+ * another CPU, as they would from a device. Taken inline, each doorbell
+ * carried its work request to completion before the process could post
+ * the next. High priority because the worker must usually preempt a
+ * process that busy-polls its CQ: a worker of normal priority waited for
+ * the end of that process's time slice (see Documentation/uapi.rst).
  */
 static void mr_qp_sq_doorbell(struct work_struct *work)
 {
@@ -1272,7 +1275,7 @@ int mr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 				mr_napi_kick_qp(qp);
 			local_bh_enable();
 		} else {
-			queue_work(mr_wq, &qp->sq_doorbell);
+			queue_work(mr_db_wq, &qp->sq_doorbell);
 		}
 		return 0;
 	}
