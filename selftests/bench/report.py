@@ -55,6 +55,24 @@ def med(vals):
     return statistics.median(vals) if vals else None
 
 
+def paired(a, b):
+    """The ratio of figure a to figure b, round by round: every round runs
+    each figure once, a few minutes apart at most, while the emulated CPU's
+    speed drifts more than that between rounds. Returns (median, min, max)
+    over the rounds in which both runs succeeded, or None."""
+    if a is None or b is None:
+        return None
+    rb = {r["rep"]: num(r["gbps"]) for r in b.ok}
+    vals = []
+    for r in a.ok:
+        x, y = num(r["gbps"]), rb.get(r["rep"])
+        if x is not None and y:
+            vals.append(x / y)
+    if not vals:
+        return None
+    return statistics.median(vals), min(vals), max(vals)
+
+
 def fmt(v, digits=3):
     """Significant-digit formatting for Gb/s and ratios."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -235,12 +253,8 @@ def main():
             if f:
                 lines.append(f.bench_line())
 
-    ratios = []  # (name, test, loss, value, target)
-
-    def ratio(a, b):
-        if a is None or b is None or a.gbps is None or not b.gbps:
-            return None
-        return a.gbps / b.gbps
+    ratios = []  # (name, test, loss, (median, min, max) or None, target)
+    ratio = paired
 
     for key in keys:
         test, transport, variant = key
@@ -261,8 +275,11 @@ def main():
             if m and t:
                 ratios.append(("metaroce_vs_tcp_mss", test, loss, ratio(m, t), None))
 
-    for name, test, loss, v, target in ratios:
+    for name, test, loss, pr, target in ratios:
+        v = pr[0] if pr else None
         s = f"RATIO name={name} test={test} loss_pct={loss} value={'nan' if v is None else f'{v:.3f}'}"
+        if pr:
+            s += f" min={pr[1]:.3f} max={pr[2]:.3f}"
         if target is not None:
             verdict = "unknown" if v is None else ("met" if v >= target else "missed")
             s += f" target={target:.2f} verdict={verdict}"
@@ -328,8 +345,8 @@ def make_plots(keys, losses, base, lossy, fig, scratch, bench_dir):
             b = fig(key, base)
             cells = []
             for loss in lossy:
-                lo = fig(key, loss)
-                v = (lo.gbps / b.gbps) if lo and b and lo.gbps is not None and b.gbps else None
+                pr = paired(fig(key, loss), b)
+                v = pr[0] if pr else None
                 cells.append("NaN" if v is None else f"{v:.4f}")
             label = b.label if b else " ".join(key)
             f.write('"%s" %s\n' % (label.replace(" (", "\\n("), " ".join(cells)))
@@ -375,7 +392,7 @@ plot {plot1}
             for i, lo in enumerate(lossy))
         script += f"""
 set output '{os.path.join(bench_dir, out2)}'
-set title 'Goodput kept under loss (ratio of medians; dashed: metaroce target at 1 % loss)'
+set title 'Goodput kept under loss (median of per-round ratios; dashed: metaroce target at 1 % loss)'
 set ylabel 'ratio'
 set yrange [0:1.2]
 set style histogram clustered gap 1
@@ -447,14 +464,16 @@ def write_rst(docs, top, meta, keys, losses, lossy, fig, ratios, plots):
                 c += f" [{f.failed} failed]"
             cells.append(c)
         for loss in lossy:
-            a, b = fig(key, loss), fig(key, losses[0])
-            v = a.gbps / b.gbps if a and b and a.gbps is not None and b.gbps else None
-            cells.append(fmt(v, 2) if v is not None else "-")
+            pr = paired(fig(key, loss), fig(key, losses[0]))
+            cells.append(fmt(pr[0], 2) if pr else "-")
         rows.append(cells)
     out += rst_table(header, rows)
-    out += ["", "Ratios of the medians:", ""]
+    out += ["", "Ratios: each round's own ratio of the two runs, then the median (and the "
+            "range) over the rounds; every round runs every figure once, so the speed of the "
+            "emulated CPU, which drifts between rounds, cancels out of each ratio:", ""]
     rrows = []
-    for name, test, loss, v, target in ratios:
+    for name, test, loss, pr, target in ratios:
+        v = pr[0] if pr else None
         what = {
             "metaroce_vs_rxe": "metaroce / rxe",
             "metaroce_vs_tcp_mss": "metaroce / tcp (mss)",
@@ -467,8 +486,9 @@ def write_rst(docs, top, meta, keys, losses, lossy, fig, ratios, plots):
         if target is not None:
             verdict = f"target >= {target:.2f}: " + (
                 "unknown" if v is None else ("met" if v >= target else "MISSED"))
-        rrows.append([what, test, f"{loss} %", fmt(v, 2) if v is not None else "-", verdict])
-    out += rst_table(["Ratio", "Test", "At", "Value", "Target"], rrows)
+        rrows.append([what, test, f"{loss} %", fmt(v, 2) if v is not None else "-",
+                      f"{fmt(pr[1], 2)} - {fmt(pr[2], 2)}" if pr else "-", verdict])
+    out += rst_table(["Ratio", "Test", "At", "Value", "Range", "Target"], rrows)
 
     # Telemetry: what crossed the wire, what netem dropped, how each transport
     # recovered (medians per run).

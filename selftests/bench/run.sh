@@ -12,7 +12,9 @@
 #                                       defaults ("gso"), one MSS per packet ("mss")
 #
 # Every figure is measured MR_BENCH_REPS times, each round running every
-# transport, and reported as median, min and max. One line per figure:
+# transport, and reported as median, min and max; a ratio (lossy / lossless,
+# metaroce / rxe) is taken in each round and reported as the median over the
+# rounds. One line per figure:
 #
 #   BENCH test=<tool> transport=<t> size=<bytes> loss_pct=<p> gbps=<median> ...
 #
@@ -740,19 +742,24 @@ calibrate() {
 # --- main ------------------------------------------------------------------------
 
 # The runs of one round, in order: the two-namespace phase, then phase one.
+# A figure's loss rates run back to back, so that the ratios of a round
+# (lossy / lossless, report.py) compare runs seconds apart: the emulated
+# CPU's speed drifts over minutes.
 plan=()
-for loss in "${LOSSES[@]}"; do
-	if has_transport metaroce; then
-		plan+=("metaroce ib_write_bw - $loss" "metaroce ib_send_bw - $loss")
-	fi
-	if has_transport tcp; then
-		plan+=("tcp iperf3 gso $loss" "tcp iperf3 mss $loss")
-	fi
-done
-for loss in "${LOSSES[@]}"; do
-	if has_transport rxe; then
-		plan+=("rxe ib_write_bw - $loss" "rxe ib_send_bw - $loss")
-	fi
+figures=()
+if has_transport metaroce; then
+	figures+=("metaroce ib_write_bw -" "metaroce ib_send_bw -")
+fi
+if has_transport tcp; then
+	figures+=("tcp iperf3 gso" "tcp iperf3 mss")
+fi
+if has_transport rxe; then
+	figures+=("rxe ib_write_bw -" "rxe ib_send_bw -")
+fi
+for f in "${figures[@]}"; do
+	for loss in "${LOSSES[@]}"; do
+		plan+=("$f $loss")
+	done
 done
 total_runs=$((${#plan[@]} * REPS))
 
