@@ -880,12 +880,81 @@ struct a2a_res {
 
 static u32 a2a_seed;
 
+/*
+ * MRSIM_A2A_DIAG: where an all-to-all's time goes (stderr). The hosts'
+ * uplink utilisation over the last 50 us, all bytes and payload only.
+ */
+static void a2a_diag_sample(u32 N, u32 P, u64 *prev, u64 *prevd)
+{
+	double cap = 50.0 * US * N * P * S->cfg.port_bps / GBPS;
+	u64 b = 0, d = 0;
+	u32 h, p;
+
+	for (h = 0; h < N; h++)
+		for (p = 0; p < P; p++) {
+			b += S->hosts[h].up[p]->tx_bytes;
+			d += S->hosts[h].up[p]->tx_data_bytes;
+		}
+	fprintf(stderr, "A2AUTIL t_us=%llu up_util=%.3f data_util=%.3f done=%llu\n",
+		(unsigned long long)(S->now / US), (double)(b - *prev) * 8 / cap,
+		(double)(d - *prevd) * 8 / cap,
+		(unsigned long long)S->flows_done);
+	*prev = b;
+	*prevd = d;
+}
+
+/*
+ * ...and at the end: each host's last send and receive completion over
+ * the ideal, the mean flow duration against 16 flows sharing an uplink
+ * perfectly, and how unevenly each host's bytes spread over its planes.
+ */
+static void a2a_diag_end(u32 N, u32 P, u64 bytes, u32 win, u64 ideal)
+{
+	u64 *sd = calloc(N, sizeof(u64)), *rd = calloc(N, sizeof(u64));
+	double fl = 0, fr = 0, imb = 0;
+	u32 i, p, nf = 0;
+
+	for (i = 0; i < S->nflows; i++) {
+		struct flow *f = S->flows[i];
+
+		if (!f->done)
+			continue;
+		if (f->t_done > sd[f->src])
+			sd[f->src] = f->t_done;
+		if (f->t_rdone > rd[f->dst])
+			rd[f->dst] = f->t_rdone;
+		fl += (double)(f->t_done - f->start);
+		fr += (double)(f->t_rdone - f->start);
+		nf++;
+	}
+	for (i = 0; i < N; i++) {
+		u64 mx = 0, sum = 0;
+
+		for (p = 0; p < P; p++) {
+			u64 x = S->hosts[i].up[p]->tx_bytes;
+
+			sum += x;
+			mx = x > mx ? x : mx;
+		}
+		imb += sum ? (double)mx * P / sum : 1;
+		fprintf(stderr, "A2ADIAG host=%u send_done=%.3f recv_done=%.3f\n",
+			i, (double)sd[i] / ideal, (double)rd[i] / ideal);
+	}
+	fprintf(stderr, "A2ADIAG flow_mean_us=%.1f rflow_mean_us=%.1f fair_us=%.1f\n",
+		nf ? fl / nf / US : 0, nf ? fr / nf / US : 0,
+		(double)bytes * 8 * GBPS * win / ((double)P * S->cfg.port_bps) / US);
+	fprintf(stderr, "A2AIMB mean_max_over_mean_plane=%.3f\n", imb / N);
+	free(sd);
+	free(rd);
+}
+
 static void run_alltoall(int proto, u32 N, u32 P, u64 bytes, u32 win,
 			 struct a2a_res *r)
 {
 	struct sim_cfg c;
 	u32 i, k;
-	u64 ideal, deadline, t_end = 0;
+	u64 ideal, deadline, t_end = 0, prev = 0, prevd = 0;
+	int diag = getenv("MRSIM_A2A_DIAG") != NULL;
 	double t0 = wall();
 
 	fabric_cfg(&c, P, N / 16, 16, 16);
@@ -907,11 +976,16 @@ static void run_alltoall(int proto, u32 N, u32 P, u64 bytes, u32 win,
 	ideal = (u64)((double)(N - 1) * bytes * 8 * GBPS /
 		      ((double)P * c.port_bps));
 	deadline = 20 * ideal;
-	while (S->flows_done < (u64)N * (N - 1) && S->now < deadline)
+	while (S->flows_done < (u64)N * (N - 1) && S->now < deadline) {
 		sim_run(S->now + 50 * US);
+		if (diag)
+			a2a_diag_sample(N, P, &prev, &prevd);
+	}
 	for (i = 0; i < S->nflows; i++)
 		if (S->flows[i]->done && S->flows[i]->t_done > t_end)
 			t_end = S->flows[i]->t_done;
+	if (diag)
+		a2a_diag_end(N, P, bytes, win, ideal);
 	r->done = S->flows_done;
 	r->total = N * (N - 1);
 	r->t_us = (double)t_end / US;
