@@ -895,10 +895,35 @@ static void a2a_diag_sample(u32 N, u32 P, u64 *prev, u64 *prevd)
 			b += S->hosts[h].up[p]->tx_bytes;
 			d += S->hosts[h].up[p]->tx_data_bytes;
 		}
-	fprintf(stderr, "A2AUTIL t_us=%llu up_util=%.3f data_util=%.3f done=%llu\n",
+	u32 act = 0, lim = 0, j, nq = 0;
+	double wsum = 0, hsum = 0, qsum = 0, qmax = 0;
+
+	for (h = 0; h < N; h++)
+		for (j = 0; j < N; j++) {
+			struct sconn *sc = S->hosts[h].conn_of ? S->hosts[h].conn_of[j] : NULL;
+
+			if (!sc || !sc->c.inflight)
+				continue;
+			act++;
+			wsum += sc->c.wnd;
+			hsum += sc->c.rate_hint;
+			if (sc->c.inflight + 4096 + 64 > sc->c.wnd)
+				lim++;
+		}
+	for (p = 0; p < P; p++)
+		for (h = 0; h < N; h++) {
+			double q = (double)link_qbytes(S->leaf_down[p][h]);
+
+			qsum += q;
+			nq++;
+			qmax = q > qmax ? q : qmax;
+		}
+	fprintf(stderr, "A2AUTIL t_us=%llu up_util=%.3f data_util=%.3f done=%llu sending=%.1f wnd_limited=%.1f wnd_kib=%.1f hint_gbps=%.1f downq_kib=%.1f downq_max_kib=%.0f\n",
 		(unsigned long long)(S->now / US), (double)(b - *prev) * 8 / cap,
 		(double)(d - *prevd) * 8 / cap,
-		(unsigned long long)S->flows_done);
+		(unsigned long long)S->flows_done, (double)act / N,
+		(double)lim / N, act ? wsum / act / 1024 : 0,
+		act ? hsum / act / 1000 : 0, qsum / nq / 1024, qmax / 1024);
 	*prev = b;
 	*prevd = d;
 }
@@ -944,6 +969,24 @@ static void a2a_diag_end(u32 N, u32 P, u64 bytes, u32 win, u64 ideal)
 		nf ? fl / nf / US : 0, nf ? fr / nf / US : 0,
 		(double)bytes * 8 * GBPS * win / ((double)P * S->cfg.port_bps) / US);
 	fprintf(stderr, "A2AIMB mean_max_over_mean_plane=%.3f\n", imb / N);
+	{
+		u64 m[4] = { 0 };
+		u32 L = S->cfg.leaves, Sp = S->cfg.spines, k;
+
+		for (p = 0; p < P; p++) {
+			for (i = 0; i < N; i++) {
+				m[0] += S->hosts[i].up[p]->marks;
+				m[3] += S->leaf_down[p][i]->marks;
+			}
+			for (k = 0; k < L * Sp; k++) {
+				m[1] += S->leaf_up[p][k]->marks;
+				m[2] += S->spine_down[p][k]->marks;
+			}
+		}
+		fprintf(stderr, "A2AMARKS host_up=%llu leaf_up=%llu spine_down=%llu leaf_down=%llu\n",
+			(unsigned long long)m[0], (unsigned long long)m[1],
+			(unsigned long long)m[2], (unsigned long long)m[3]);
+	}
 	free(sd);
 	free(rd);
 }
