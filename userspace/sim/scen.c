@@ -890,10 +890,17 @@ static void a2a_diag_sample(u32 N, u32 P, u64 *prev, u64 *prevd)
 	u64 b = 0, d = 0;
 	u32 h, p;
 
+	u32 idle = 0;
+	double upq = 0;
+
 	for (h = 0; h < N; h++)
 		for (p = 0; p < P; p++) {
+			u64 q = link_qbytes(S->hosts[h].up[p]);
+
 			b += S->hosts[h].up[p]->tx_bytes;
 			d += S->hosts[h].up[p]->tx_data_bytes;
+			upq += (double)q;
+			idle += !q;
 		}
 	u32 act = 0, lim = 0, j, nq = 0;
 	double wsum = 0, hsum = 0, qsum = 0, qmax = 0;
@@ -918,9 +925,10 @@ static void a2a_diag_sample(u32 N, u32 P, u64 *prev, u64 *prevd)
 			nq++;
 			qmax = q > qmax ? q : qmax;
 		}
-	fprintf(stderr, "A2AUTIL t_us=%llu up_util=%.3f data_util=%.3f done=%llu sending=%.1f wnd_limited=%.1f wnd_kib=%.1f hint_gbps=%.1f downq_kib=%.1f downq_max_kib=%.0f\n",
+	fprintf(stderr, "A2AUTIL t_us=%llu up_util=%.3f data_util=%.3f up_idle=%.3f upq_kib=%.1f done=%llu sending=%.1f wnd_limited=%.1f wnd_kib=%.1f hint_gbps=%.1f downq_kib=%.1f downq_max_kib=%.0f\n",
 		(unsigned long long)(S->now / US), (double)(b - *prev) * 8 / cap,
-		(double)(d - *prevd) * 8 / cap,
+		(double)(d - *prevd) * 8 / cap, (double)idle / (N * P),
+		upq / (N * P) / 1024,
 		(unsigned long long)S->flows_done, (double)act / N,
 		(double)lim / N, act ? wsum / act / 1024 : 0,
 		act ? hsum / act / 1000 : 0, qsum / nq / 1024, qmax / 1024);
