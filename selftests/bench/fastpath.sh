@@ -13,8 +13,8 @@
 #                         work request, from two runs of 2000 and 20000
 #                         work requests (the set-up cancels out)
 #
-# Each figure is the median of MR_FP_REPS runs (3); rounds interleave the
-# two transports. metaroce runs between two network namespaces; rxe, whose
+# Each figure is the median of MR_FP_REPS runs (3); each round runs both
+# transports, metaroce first. metaroce runs between two network namespaces; rxe, whose
 # 6.12 version works only there, with both ends in the initial namespace
 # and policy routing that sends its packets over the same veth pair.
 #
@@ -170,13 +170,13 @@ one_round() {	# TRANSPORT
 }
 
 : >"$RESULTS"
-topo_metaroce
+# Each round builds the pair afresh: metaroce's topology, then rxe's.
 for ((r = 1; r <= REPS; r++)); do
+	veth_pair_cleanup
+	topo_metaroce
 	echo "fastpath: round $r of $REPS: metaroce"
 	one_round metaroce
-done
-topo_rxe
-for ((r = 1; r <= REPS; r++)); do
+	topo_rxe
 	echo "fastpath: round $r of $REPS: rxe"
 	one_round rxe
 done

@@ -41,7 +41,9 @@ veth_pair_cleanup() {
 	ip netns exec "$NA" ip link del "$VA" 2>/dev/null
 	ip netns del "$NA" 2>/dev/null
 	ip netns del "$NB" 2>/dev/null
-	ip rule add pref 0 lookup local 2>/dev/null
+	# The local rule back at 0, once (the kernel takes a duplicate).
+	ip rule show | grep -q '^0:.*lookup local' ||
+		ip rule add pref 0 lookup local 2>/dev/null
 	ip rule del pref "$LOCAL_PREF" lookup local 2>/dev/null
 	ip rule del pref "$RULE_PREF" 2>/dev/null
 	ip rule del pref "$((RULE_PREF + 1))" 2>/dev/null
