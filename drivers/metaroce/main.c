@@ -181,14 +181,14 @@ static int __init mr_init(void)
 		return -ENOMEM;
 	mr_db_wq = alloc_workqueue(METAROCE_NAME "_db", WQ_UNBOUND | WQ_HIGHPRI, 0);
 	if (!mr_db_wq) {
-		destroy_workqueue(mr_wq);
-		return -ENOMEM;
+		err = -ENOMEM;
+		goto err_wq;
 	}
 	mr_debugfs_init();
 
 	err = mr_net_init();
 	if (err)
-		goto err_wq;
+		goto err_debugfs;
 
 	err = mr_netdev_init();
 	if (err)
@@ -202,9 +202,10 @@ static int __init mr_init(void)
 
 err_net:
 	mr_net_exit();
-err_wq:
+err_debugfs:
 	mr_debugfs_exit();
 	destroy_workqueue(mr_db_wq);
+err_wq:
 	destroy_workqueue(mr_wq);
 	return err;
 }

@@ -14,9 +14,10 @@
 #                         work requests (the set-up cancels out)
 #
 # Each figure is the median of MR_FP_REPS runs (3); each round runs both
-# transports, metaroce first. metaroce runs between two network namespaces; rxe, whose
-# 6.12 version works only there, with both ends in the initial namespace
-# and policy routing that sends its packets over the same veth pair.
+# transports, metaroce first. metaroce runs between two network
+# namespaces; rxe, whose 6.12 version works only there, with both ends in
+# the initial namespace and policy routing that sends its packets over the
+# same veth pair.
 #
 # Output: "FASTPATH test=... transport=... value=... runs=..." lines and
 # "RATIO test=... value=..." (metaroce / rxe; for latencies and system

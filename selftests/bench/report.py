@@ -254,26 +254,25 @@ def main():
                 lines.append(f.bench_line())
 
     ratios = []  # (name, test, loss, (median, min, max) or None, target)
-    ratio = paired
 
     for key in keys:
         test, transport, variant = key
         for loss in lossy:
-            v = ratio(fig(key, loss), fig(key, base))
+            v = paired(fig(key, loss), fig(key, base))
             name = f"{transport}_loss_retention" + (f"_{variant}" if variant else "")
             ratios.append((name, test, loss, v,
                            retention_target(loss) if transport == "metaroce" else None))
     for test in TEST_ORDER:
         for other, oname in (("rxe", "metaroce_vs_rxe"),):
             for loss in losses:
-                v = ratio(fig((test, "metaroce", ""), loss), fig((test, other, ""), loss))
+                v = paired(fig((test, "metaroce", ""), loss), fig((test, other, ""), loss))
                 if fig((test, "metaroce", ""), loss) and fig((test, other, ""), loss):
                     ratios.append((oname, test, loss, v, None))
         for loss in losses:
             m = fig((test, "metaroce", ""), loss)
             t = fig(("iperf3", "tcp", "mss"), loss)
             if m and t:
-                ratios.append(("metaroce_vs_tcp_mss", test, loss, ratio(m, t), None))
+                ratios.append(("metaroce_vs_tcp_mss", test, loss, paired(m, t), None))
 
     for name, test, loss, pr, target in ratios:
         v = pr[0] if pr else None

@@ -881,71 +881,77 @@ struct a2a_res {
 static u32 a2a_seed;
 
 /*
- * MRSIM_A2A_DIAG: where an all-to-all's time goes (stderr). The hosts'
- * uplink utilisation over the last 50 us, all bytes and payload only.
+ * MRSIM_A2A_DIAG: where an all-to-all's time goes (stderr). Every 50 us:
+ * the hosts' uplink utilisation (all bytes, payload only), the share of
+ * uplinks with an empty queue and their mean queue, the connections with
+ * data in flight and those whose window is full (per host), their mean
+ * window and receiver hint, and the receivers' downlink queues.
  */
 static void a2a_diag_sample(u32 N, u32 P, u64 *prev, u64 *prevd)
 {
 	double cap = 50.0 * US * N * P * S->cfg.port_bps / GBPS;
+	double upq = 0, downq = 0, downq_max = 0, wsum = 0, hsum = 0;
 	u64 b = 0, d = 0;
-	u32 h, p;
+	u32 h, j, idle = 0, act = 0, lim = 0;
 
-	u32 idle = 0;
-	double upq = 0;
+	for (h = 0; h < N; h++) {
+		struct host *hs = &S->hosts[h];
 
-	for (h = 0; h < N; h++)
-		for (p = 0; p < P; p++) {
-			u64 q = link_qbytes(S->hosts[h].up[p]);
+		for (j = 0; j < P; j++) {
+			u64 q = link_qbytes(hs->up[j]);
+			double dq = (double)link_qbytes(S->leaf_down[j][h]);
 
-			b += S->hosts[h].up[p]->tx_bytes;
-			d += S->hosts[h].up[p]->tx_data_bytes;
+			b += hs->up[j]->tx_bytes;
+			d += hs->up[j]->tx_data_bytes;
 			upq += (double)q;
 			idle += !q;
+			downq += dq;
+			downq_max = dq > downq_max ? dq : downq_max;
 		}
-	u32 act = 0, lim = 0, j, nq = 0;
-	double wsum = 0, hsum = 0, qsum = 0, qmax = 0;
+		for (j = 0; hs->conn_of && j < N; j++) {
+			const struct mr_conn *c = hs->conn_of[j] ?
+						  &hs->conn_of[j]->c : NULL;
 
-	for (h = 0; h < N; h++)
-		for (j = 0; j < N; j++) {
-			struct sconn *sc = S->hosts[h].conn_of ? S->hosts[h].conn_of[j] : NULL;
-
-			if (!sc || !sc->c.inflight)
+			if (!c || !c->inflight)
 				continue;
 			act++;
-			wsum += sc->c.wnd;
-			hsum += sc->c.rate_hint;
-			if (sc->c.inflight + 4096 + 64 > sc->c.wnd)
-				lim++;
+			wsum += c->wnd;
+			hsum += c->rate_hint;
+			lim += c->inflight + c->cfg.mtu + MR_DATA_HLEN_MAX > c->wnd;
 		}
-	for (p = 0; p < P; p++)
-		for (h = 0; h < N; h++) {
-			double q = (double)link_qbytes(S->leaf_down[p][h]);
-
-			qsum += q;
-			nq++;
-			qmax = q > qmax ? q : qmax;
-		}
+	}
 	fprintf(stderr, "A2AUTIL t_us=%llu up_util=%.3f data_util=%.3f up_idle=%.3f upq_kib=%.1f done=%llu sending=%.1f wnd_limited=%.1f wnd_kib=%.1f hint_gbps=%.1f downq_kib=%.1f downq_max_kib=%.0f\n",
 		(unsigned long long)(S->now / US), (double)(b - *prev) * 8 / cap,
 		(double)(d - *prevd) * 8 / cap, (double)idle / (N * P),
-		upq / (N * P) / 1024,
-		(unsigned long long)S->flows_done, (double)act / N,
-		(double)lim / N, act ? wsum / act / 1024 : 0,
-		act ? hsum / act / 1000 : 0, qsum / nq / 1024, qmax / 1024);
+		upq / (N * P) / 1024, (unsigned long long)S->flows_done,
+		(double)act / N, (double)lim / N, act ? wsum / act / 1024 : 0,
+		act ? hsum / act / 1000 : 0, downq / (N * P) / 1024,
+		downq_max / 1024);
 	*prev = b;
 	*prevd = d;
 }
 
+static u64 links_marks(struct link **l, u32 n)
+{
+	u64 m = 0;
+
+	while (n--)
+		m += l[n]->marks;
+	return m;
+}
+
 /*
  * ...and at the end: each host's last send and receive completion over
- * the ideal, the mean flow duration against 16 flows sharing an uplink
- * perfectly, and how unevenly each host's bytes spread over its planes.
+ * the ideal, the mean flow duration against @win flows sharing an uplink
+ * perfectly, how unevenly each host's bytes spread over its planes, and
+ * the CE marks per kind of link.
  */
 static void a2a_diag_end(u32 N, u32 P, u64 bytes, u32 win, u64 ideal)
 {
 	u64 *sd = calloc(N, sizeof(u64)), *rd = calloc(N, sizeof(u64));
+	u64 up_marks = 0, leaf_up = 0, spine_down = 0, leaf_down = 0;
+	u32 i, p, nf = 0, L = S->cfg.leaves * S->cfg.spines;
 	double fl = 0, fr = 0, imb = 0;
-	u32 i, p, nf = 0;
 
 	for (i = 0; i < S->nflows; i++) {
 		struct flow *f = S->flows[i];
@@ -969,32 +975,23 @@ static void a2a_diag_end(u32 N, u32 P, u64 bytes, u32 win, u64 ideal)
 			sum += x;
 			mx = x > mx ? x : mx;
 		}
+		up_marks += links_marks(S->hosts[i].up, P);
 		imb += sum ? (double)mx * P / sum : 1;
 		fprintf(stderr, "A2ADIAG host=%u send_done=%.3f recv_done=%.3f\n",
 			i, (double)sd[i] / ideal, (double)rd[i] / ideal);
+	}
+	for (p = 0; p < P; p++) {
+		leaf_up += links_marks(S->leaf_up[p], L);
+		spine_down += links_marks(S->spine_down[p], L);
+		leaf_down += links_marks(S->leaf_down[p], N);
 	}
 	fprintf(stderr, "A2ADIAG flow_mean_us=%.1f rflow_mean_us=%.1f fair_us=%.1f\n",
 		nf ? fl / nf / US : 0, nf ? fr / nf / US : 0,
 		(double)bytes * 8 * GBPS * win / ((double)P * S->cfg.port_bps) / US);
 	fprintf(stderr, "A2AIMB mean_max_over_mean_plane=%.3f\n", imb / N);
-	{
-		u64 m[4] = { 0 };
-		u32 L = S->cfg.leaves, Sp = S->cfg.spines, k;
-
-		for (p = 0; p < P; p++) {
-			for (i = 0; i < N; i++) {
-				m[0] += S->hosts[i].up[p]->marks;
-				m[3] += S->leaf_down[p][i]->marks;
-			}
-			for (k = 0; k < L * Sp; k++) {
-				m[1] += S->leaf_up[p][k]->marks;
-				m[2] += S->spine_down[p][k]->marks;
-			}
-		}
-		fprintf(stderr, "A2AMARKS host_up=%llu leaf_up=%llu spine_down=%llu leaf_down=%llu\n",
-			(unsigned long long)m[0], (unsigned long long)m[1],
-			(unsigned long long)m[2], (unsigned long long)m[3]);
-	}
+	fprintf(stderr, "A2AMARKS host_up=%llu leaf_up=%llu spine_down=%llu leaf_down=%llu\n",
+		(unsigned long long)up_marks, (unsigned long long)leaf_up,
+		(unsigned long long)spine_down, (unsigned long long)leaf_down);
 	free(sd);
 	free(rd);
 }

@@ -224,9 +224,9 @@ struct sim {
 	struct host *hosts;
 	struct link *links;
 	u32 nlinks;
-	struct link ***leaf_down;	/* [plane][leaf][k] */
-	struct link ***leaf_up;		/* [plane][leaf][spine] */
-	struct link ***spine_down;	/* [plane][spine][leaf] */
+	struct link ***leaf_down;	/* [plane][host] */
+	struct link ***leaf_up;		/* [plane][leaf * spines + spine] */
+	struct link ***spine_down;	/* [plane][spine * leaves + leaf] */
 	/* packets */
 	u8 **bigfree;
 	u32 nbig, bigcap;
