@@ -352,6 +352,16 @@ struct mr_env_ops {
 	 * lock.
 	 */
 	u64 (*route_key)(void *env, struct mr_conn *c, u16 sport);
+	/*
+	 * Optional (may be NULL): the sending host's shared window
+	 * (protocol.rst, section 7.25). Adds @delta, the change in this
+	 * connection's bytes in flight since its last call, to the host's
+	 * count, and returns how many more bytes the host may put in flight
+	 * before it reaches its target: 0 when it has, or has no target.
+	 * Called under the connection's lock, for different connections
+	 * concurrently; the count must be updated atomically.
+	 */
+	u64 (*host_window)(void *env, struct mr_conn *c, s64 delta);
 };
 
 /* Requester message slot (one work request). */
@@ -501,6 +511,8 @@ struct mr_conn {
 	u32 rtx_scan;		/* no queued segment has a lower DSN */
 	u32 wnd;		/* connection window, bytes */
 	u32 inflight;		/* bytes, all paths */
+	u32 host_acct;		/* inflight as last told to ops->host_window */
+	u32 host_room;		/* the host's room, as it then answered */
 	u32 alpha;		/* connection ECN fraction EWMA, /1024 */
 	u32 rate_hint;		/* peer's fair share for us, Mbit/s; 0 none */
 	u32 round_target;
@@ -584,6 +596,11 @@ u64 mr_conn_next_timer(const struct mr_conn *c);
 void mr_conn_timer(struct mr_conn *c, u64 now);
 /* Nothing in flight, nothing queued, no QP attached. */
 int mr_conn_idle(const struct mr_conn *c);
+/*
+ * Take this connection's bytes in flight off the host's count
+ * (ops->host_window), before the environment frees it.
+ */
+void mr_conn_host_detach(struct mr_conn *c);
 /*
  * Receive-side arrival rate since the previous call (Mbit/s), and CE
  * fraction in @ce_permille. Each call also updates c->rx_demand, the rate

@@ -50,6 +50,7 @@ static inline u64 mr_div64(u64 a, u64 b)
 #endif
 
 #define MR_U64_MAX ((u64)~0ULL)
+#define MR_U32_MAX ((u32)~0U)
 
 static inline u32 mr_min32(u32 a, u32 b)
 {

@@ -115,6 +115,18 @@ static struct mr_qp *sx_lookup(void *env, struct mr_conn *c, u32 qpn)
 	return q && &q->sc->c == c ? &q->qp : NULL;
 }
 
+/* The host's shared window (protocol.rst, section 7.25). */
+static u64 sx_host_window(void *env, struct mr_conn *c, s64 delta)
+{
+	struct host *h = env_conn(env)->h;
+
+	(void)c;
+	h->tx_inflight += delta;
+	if (h->tx_inflight >= (s64)S->cfg.host_window)
+		return 0;
+	return S->cfg.host_window - (u64)h->tx_inflight;
+}
+
 static const struct mr_env_ops sx_ops = {
 	.xmit = sx_xmit,
 	.complete = sx_complete,
@@ -122,6 +134,7 @@ static const struct mr_env_ops sx_ops = {
 	.bind_recv = sx_bind_recv,
 	.execute = sx_execute,
 	.lookup_qp = sx_lookup,
+	.host_window = sx_host_window,
 };
 
 /* Timers: one live event per connection (older ones are ignored). */
@@ -219,6 +232,7 @@ static void conn_put(struct sconn *sc)
 {
 	u32 i;
 
+	mr_conn_host_detach(&sc->c);
 	for (i = 0; i < MR_ST_MAX; i++)
 		S->mr_stats[i] += sc->c.stats[i];
 	sc->h->conn_of[sc->peer] = NULL;

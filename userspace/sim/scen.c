@@ -996,6 +996,22 @@ static void a2a_diag_end(u32 N, u32 P, u64 bytes, u32 win, u64 ideal)
 	free(rd);
 }
 
+/*
+ * The hosts' shared window (protocol.rst, section 7.25) in the all-to-all:
+ * MRSIM_A2A_HOST_WND times the host's bandwidth-delay product (a number,
+ * 0 for none; 2.8 by default).
+ */
+static u64 a2a_host_window(const struct sim_cfg *c)
+{
+	const char *v = getenv("MRSIM_A2A_HOST_WND");
+	double k = v ? atof(v) : 2.8;
+
+	if (k <= 0)
+		return 0;
+	return (u64)(k * (double)c->planes * (double)c->port_bps *
+		     (double)base_rtt(c) / 8 / GBPS);
+}
+
 static void run_alltoall(int proto, u32 N, u32 P, u64 bytes, u32 win,
 			 struct a2a_res *r)
 {
@@ -1009,6 +1025,7 @@ static void run_alltoall(int proto, u32 N, u32 P, u64 bytes, u32 win,
 	c.seed = 51 + N + 1000 * a2a_seed + seed_shift();
 	c.gc = 1;
 	c.mr.seg_wnd = 512;
+	c.host_window = a2a_host_window(&c);
 	sim_new(&c);
 	memset(&a2a, 0, sizeof(a2a));
 	a2a.n = N;

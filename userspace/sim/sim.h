@@ -169,6 +169,7 @@ struct host {
 	u64 drop_noconn;
 	u64 decode_drops;
 	u64 eng_drops;
+	s64 tx_inflight;	/* its connections' bytes in flight */
 };
 
 /* RoCEv2 baseline parameters (see roce.c). */
@@ -208,6 +209,7 @@ struct sim_cfg {
 	u32 fs_period_ns;	/* receiver fair-share run period */
 	u8 fs_enable;
 	u8 gc;			/* free idle connection pairs */
+	u64 host_window;	/* MetaRoCE host's shared window, bytes; 0 none */
 	struct roce_cfg roce;
 };
 

@@ -107,6 +107,18 @@ static struct mr_qp *ep_lookup(void *env, struct mr_conn *c, u32 qpn)
 	return NULL;
 }
 
+static u64 ep_host_window(void *env, struct mr_conn *c, s64 delta)
+{
+	struct ep_host *h = ep_of(env)->host;
+
+	(void)c;
+	if (!h)
+		return 0;
+	h->calls++;
+	h->inflight += delta;
+	return h->inflight < (s64)h->target ? h->target - (u64)h->inflight : 0;
+}
+
 static const struct mr_env_ops ep_ops = {
 	.xmit = ep_xmit,
 	.complete = ep_complete,
@@ -114,6 +126,7 @@ static const struct mr_env_ops ep_ops = {
 	.bind_recv = ep_bind_recv,
 	.execute = ep_execute,
 	.lookup_qp = ep_lookup,
+	.host_window = ep_host_window,
 };
 
 struct ep *ep_new(const struct mr_conn_cfg *cfg, u32 epoch, u32 peer_epoch,

@@ -35,6 +35,13 @@ struct ep_cqe {
 	struct mr_cqe cqe;
 };
 
+/* A sending host's shared window (ops->host_window), shared by endpoints. */
+struct ep_host {
+	s64 inflight;
+	u64 target;
+	u32 calls;
+};
+
 struct ep {
 	struct mr_conn c;
 	struct mr_seg segs[EP_SEGS];
@@ -67,6 +74,7 @@ struct ep {
 	u64 rx_result;
 	struct mr_rx last_rx;
 	u32 rx_done_calls;
+	struct ep_host *host;	/* NULL: no shared window */
 };
 
 struct ep *ep_new(const struct mr_conn_cfg *cfg, u32 epoch, u32 peer_epoch,

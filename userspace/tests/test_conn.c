@@ -928,6 +928,68 @@ static void test_window_limits(void)
 	ep_free(e);
 }
 
+/* The sending host's shared window (protocol.rst, section 7.25). */
+static void test_host_window(void)
+{
+	struct ep_host host = { 0 };
+	struct ep *a, *b;
+	struct mr_ack ack;
+	u32 wnd, ia;
+
+	a = sender(2);
+	a->host = &host;
+	ep_post(a, 0, MR_WR_WRITE, 1u << 20, 1);
+	ep_tx(a);
+	wnd = a->c.wnd;
+	tap_ok(a->c.inflight >= wnd && a->c.inflight < wnd + WIRE &&
+	       host.inflight == a->c.inflight && host.calls,
+	       "no target: the window alone limits, and the host's count follows (%u/%u, host %lld)",
+	       a->c.inflight, wnd, (long long)host.inflight);
+
+	host.target = 16u << 20;
+	ep_tx(a);
+	tap_ok(a->c.inflight >= 2 * wnd && a->c.inflight < 2 * wnd + WIRE &&
+	       a->c.wnd == wnd && host.inflight == a->c.inflight,
+	       "room on the host: the window borrows at most itself again (%u/%u)",
+	       a->c.inflight, wnd);
+	tap_ok(a->c.path[0].inflight > a->c.path[0].cwnd &&
+	       a->c.path[1].inflight > a->c.path[1].cwnd,
+	       "each path borrows in proportion to its share (%u/%u, %u/%u)",
+	       a->c.path[0].inflight, a->c.path[0].cwnd,
+	       a->c.path[1].inflight, a->c.path[1].cwnd);
+
+	/* A second connection of the host finds only the room left. */
+	host.target = (u64)a->c.inflight + wnd / 2;
+	b = sender(2);
+	b->host = &host;
+	ep_post(b, 0, MR_WR_WRITE, 1u << 20, 1);
+	ep_tx(b);
+	tap_ok(b->c.inflight >= wnd && b->c.inflight < wnd + WIRE &&
+	       host.inflight == (s64)a->c.inflight + b->c.inflight,
+	       "its own bytes use up the room left on the host: the second connection stays within its window (%u/%u)",
+	       b->c.inflight, b->c.wnd);
+
+	/* Acknowledged bytes leave the host's count at once. */
+	ia = a->c.inflight;
+	ep_ack_init(a, &ack);
+	ack.dsn_cum = a->c.dsn_nxt;
+	ep_ack_path(&ack, 0, a->c.path[0].nxt);
+	ep_ack_path(&ack, 1, a->c.path[1].nxt);
+	ep_rx_ack(a, &ack);
+	tap_ok(a->c.inflight < ia &&
+	       host.inflight == (s64)a->c.inflight + b->c.inflight,
+	       "an ACK takes its bytes off the host's count (%u -> %u, host %lld)",
+	       ia, a->c.inflight, (long long)host.inflight);
+
+	mr_conn_host_detach(&a->c);
+	mr_conn_host_detach(&b->c);
+	tap_ok(host.inflight == 0,
+	       "detached connections leave nothing counted (%lld)",
+	       (long long)host.inflight);
+	ep_free(a);
+	ep_free(b);
+}
+
 static void test_dsn_cum_releases(void)
 {
 	struct ep *e = sender(2);
@@ -1172,6 +1234,7 @@ int main(void)
 	test_path_split();
 	test_pick_path();
 	test_window_limits();
+	test_host_window();
 	test_dsn_cum_releases();
 	test_xmit_fail();
 	test_cfg();

@@ -299,6 +299,43 @@ static struct mr_seg *mr_new_seg(struct mr_conn *c, u64 now)
 }
 
 /*
+ * The sending host's shared window (protocol.rst, section 7.25): report the
+ * change in our bytes in flight and learn the host's room.
+ */
+static void mr_conn_host_sync(struct mr_conn *c)
+{
+	s64 delta = (s64)c->inflight - (s64)c->host_acct;
+	u64 room;
+
+	if (!c->ops->host_window)
+		return;
+	room = c->ops->host_window(c->env, c, delta);
+	c->host_acct = c->inflight;
+	c->host_room = (u32)mr_min64(room, MR_U32_MAX);
+}
+
+void mr_conn_host_detach(struct mr_conn *c)
+{
+	if (c->ops && c->ops->host_window && c->host_acct)
+		c->ops->host_window(c->env, c, -(s64)c->host_acct);
+	c->host_acct = 0;
+	c->host_room = 0;
+}
+
+/*
+ * What the window may borrow from the host's room: at most the window
+ * again, less what this connection sent since it learnt the room.
+ */
+static u32 mr_conn_borrow(const struct mr_conn *c)
+{
+	u32 used = c->inflight > c->host_acct ? c->inflight - c->host_acct : 0;
+
+	if (c->host_room <= used)
+		return 0;
+	return mr_min32(c->host_room - used, c->wnd);
+}
+
+/*
  * The usable path with the most room relative to its share of the window.
  * A retransmission avoids @avoid, the path that lost it, while another path
  * has room: a failed path must not keep the segment (protocol.rst, 7.22).
@@ -307,14 +344,20 @@ static int mr_pick_path(struct mr_conn *c, int avoid)
 {
 	u64 best_load = MR_U64_MAX;
 	int best = -1, fallback = -1;
-	u32 i;
+	u32 i, borrow = mr_conn_borrow(c);
 
 	for (i = 0; i < c->npaths; i++) {
 		struct mr_path *p = &c->path[i];
-		u64 load;
+		u64 load, lim;
 
 		if (!mr_path_usable(p) || !p->cwnd ||
-		    p->nxt - p->una >= MR_PATH_WND || p->inflight >= p->cwnd)
+		    p->nxt - p->una >= MR_PATH_WND)
+			continue;
+		/* A path borrows in proportion to its share of the window. */
+		lim = p->cwnd;
+		if (borrow && c->wnd)
+			lim += mr_div64((u64)p->cwnd * borrow, c->wnd);
+		if (p->inflight >= lim)
 			continue;
 		if ((int)i == avoid) {
 			fallback = avoid;
@@ -381,15 +424,21 @@ static u64 mr_pace_ns(const struct mr_conn *c, u32 bytes)
  * The window stops the sender: it is full and no timeout credit lets a
  * queued retransmission past it (protocol.rst, section 7.22).
  */
+static int mr_conn_over(const struct mr_conn *c)
+{
+	return c->inflight >= c->wnd + mr_conn_borrow(c);
+}
+
 static int mr_conn_wnd_shut(const struct mr_conn *c)
 {
-	return c->inflight >= c->wnd && (!c->rto_credit || !c->rtx_cnt);
+	return mr_conn_over(c) && (!c->rto_credit || !c->rtx_cnt);
 }
 
 int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 {
 	int sent = 0, over;
 
+	mr_conn_host_sync(c);
 	while (sent < budget) {
 		struct mr_seg *s;
 		int path;
@@ -397,7 +446,7 @@ int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 
 		if (c->cfg.pacing && c->rate_hint && now < c->next_tx)
 			break;
-		over = c->inflight >= c->wnd;
+		over = mr_conn_over(c);
 		if (!over)
 			c->rto_credit = 0;
 		if (mr_conn_wnd_shut(c))
@@ -429,6 +478,7 @@ int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 		c->idle_since = now;
 		if (c->inflight > c->round_peak)
 			c->round_peak = c->inflight;
+		mr_conn_host_sync(c);
 	}
 	return sent;
 }
@@ -706,6 +756,7 @@ static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_hdr *h,
 		if (qp && qp->conn == c)
 			mr_qp_on_ack_block(qp, &ack->qp[i], now);
 	}
+	mr_conn_host_sync(c);
 	rx->action = MR_RXA_NONE;
 }
 
