@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Live telemetry: /sys/kernel/debug/metaroce/<device>/peers shows, for
- * every peer of the device, the connection's congestion state and, per
+ * Live telemetry: /sys/kernel/debug/metaroce/<device>/peers shows the
+ * device's shared window and bytes in flight, then, for every peer of the
+ * device, the connection's congestion state and, per
  * path, its UDP source port, state, weight, RTT, ECN fraction, window and
  * packet counts. Read while traffic runs; each peer is sampled under its
  * lock.
@@ -57,6 +58,10 @@ static int mr_peers_show(struct seq_file *m, void *unused)
 	struct mr_peer *peer;
 	int b;
 
+	/* The shared window (protocol.rst 7.25): its target and count. */
+	seq_printf(m, "host window %u inflight %lld\n",
+		   READ_ONCE(dev->host_window),
+		   (long long)atomic64_read(&dev->tx_inflight));
 	mutex_lock(&dev->peers_lock);
 	for (b = 0; b < MR_PEER_HASH; b++)
 		hlist_for_each_entry(peer, &dev->peers[b], node)

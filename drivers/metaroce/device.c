@@ -118,6 +118,8 @@ static int mr_dev_setup(struct mr_dev *dev, struct net_device *ndev)
 		dev->ud_epoch = get_random_u32();
 	} while (!dev->ud_epoch);
 	mr_fs_init(&dev->fs, mr_param_rx_capacity_mbps);
+	dev->host_window = mr_param_host_window;
+	atomic64_set(&dev->tx_inflight, 0);
 
 	dev->counters = alloc_percpu(struct mr_counters);
 	if (!dev->counters)

@@ -32,6 +32,10 @@ unsigned int mr_param_rx_capacity_mbps = METAROCE_DEFAULT_RX_MBPS;
 module_param_named(rx_capacity_mbps, mr_param_rx_capacity_mbps, uint, 0444);
 MODULE_PARM_DESC(rx_capacity_mbps, "Receive capacity the fair share divides among senders, Mbit/s (default 10000)");
 
+unsigned int mr_param_host_window;
+module_param_named(host_window, mr_param_host_window, uint, 0444);
+MODULE_PARM_DESC(host_window, "Bytes a device's connections may have in flight together before none borrows past its own window, up to 1 GiB (default 0: no sharing)");
+
 /*
  * The other tunables: 0 keeps the built-in default. Each is a u32 of
  * struct mr_conn_cfg, given in user units (microseconds for times).
@@ -166,8 +170,9 @@ static int __init mr_init(void)
 		return -EINVAL;
 	}
 	if (!mr_param_paths || mr_param_paths > MR_MAX_PATHS ||
-	    !mr_param_rto_min_us || !mr_param_rx_capacity_mbps) {
-		pr_err("paths must be 1-%u; rto_min_us and rx_capacity_mbps non-zero\n",
+	    !mr_param_rto_min_us || !mr_param_rx_capacity_mbps ||
+	    mr_param_host_window > MR_HOST_WINDOW_MAX) {
+		pr_err("paths must be 1-%u; rto_min_us and rx_capacity_mbps non-zero; host_window at most 1 GiB\n",
 		       MR_MAX_PATHS);
 		return -EINVAL;
 	}

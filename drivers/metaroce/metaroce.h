@@ -109,6 +109,9 @@ struct mr_dev {
 	struct xarray ahs;
 	u32 next_ahn;
 	struct mr_conn_cfg conn_cfg;	/* for new peers */
+	/* The host's shared window (protocol.rst 7.25); 0: none. */
+	u32 host_window;
+	atomic64_t tx_inflight;		/* its peers' bytes in flight */
 	u32 ud_epoch;			/* epoch field of UD packets */
 	u8 tclass;			/* traffic class of RC packets */
 
@@ -151,6 +154,8 @@ extern unsigned short mr_udp_port;
 extern unsigned int mr_param_paths;
 extern unsigned int mr_param_rto_min_us;
 extern unsigned int mr_param_rx_capacity_mbps;
+extern unsigned int mr_param_host_window;
+#define MR_HOST_WINDOW_MAX (1U << 30)
 int mr_cfg_set(struct mr_conn_cfg *cfg, size_t off, u32 unit, u32 val);
 int mr_dev_cfg_default(struct mr_conn_cfg *cfg);
 extern struct workqueue_struct *mr_wq;

@@ -171,6 +171,19 @@ static u64 mr_peer_route_key(void *env, struct mr_conn *c, u16 sport)
 	return mr_route_key(peer->dev, &peer->addr, sport);
 }
 
+/* Every peer of the device counts into one shared window. */
+static u64 mr_peer_host_window(void *env, struct mr_conn *c, s64 delta)
+{
+	struct mr_peer *peer = env;
+	struct mr_dev *dev = peer->dev;
+	u32 target = READ_ONCE(dev->host_window);
+	s64 v;
+
+	v = delta ? atomic64_add_return(delta, &dev->tx_inflight) :
+		    atomic64_read(&dev->tx_inflight);
+	return v < target ? target - v : 0;
+}
+
 static const struct mr_env_ops mr_peer_ops = {
 	.xmit = mr_peer_xmit,
 	.complete = mr_peer_complete,
@@ -179,6 +192,7 @@ static const struct mr_env_ops mr_peer_ops = {
 	.execute = mr_peer_execute,
 	.lookup_qp = mr_peer_lookup_qp,
 	.route_key = mr_peer_route_key,
+	.host_window = mr_peer_host_window,
 };
 
 static enum hrtimer_restart mr_peer_timer_fn(struct hrtimer *t)
@@ -230,6 +244,7 @@ static void mr_peer_free(struct mr_peer *peer)
 {
 	int i;
 
+	mr_conn_host_detach(&peer->conn);
 	for (i = 0; i < MR_MAX_PATHS; i++)
 		dst_cache_destroy(&peer->dst[i]);
 	kvfree(peer->segs);

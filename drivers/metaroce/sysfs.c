@@ -144,6 +144,38 @@ static struct mr_tunable mr_tun_rx_capacity_mbps = {
 	.unit = 1,
 };
 
+/*
+ * host_window: the bytes all connections of the device may have in flight
+ * together before none may borrow past its own window (protocol.rst, 7.25);
+ * 0 turns sharing off. A target, not a reservation: it applies to live
+ * connections at their next transmission.
+ */
+static ssize_t host_window_show(struct device *device,
+				struct device_attribute *attr, char *buf)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(dev->host_window));
+}
+
+static ssize_t host_window_store(struct device *device,
+				 struct device_attribute *attr,
+				 const char *buf, size_t count)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+	u32 v;
+	int err;
+
+	err = kstrtou32(buf, 0, &v);
+	if (err)
+		return err;
+	if (v > MR_HOST_WINDOW_MAX)
+		return -EINVAL;
+	WRITE_ONCE(dev->host_window, v);
+	return count;
+}
+static DEVICE_ATTR_RW(host_window);
+
 static struct attribute *mr_attrs[] = {
 	&dev_attr_abi_version.attr,
 	&dev_attr_udp_port.attr,
@@ -166,6 +198,7 @@ static struct attribute *mr_attrs[] = {
 	&mr_tun_repick_alpha.attr.attr,
 	&mr_tun_pacing.attr.attr,
 	&mr_tun_rx_capacity_mbps.attr.attr,
+	&dev_attr_host_window.attr,
 	NULL
 };
 

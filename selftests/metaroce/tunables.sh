@@ -15,17 +15,20 @@
 #                   together with the others are refused with EINVAL, and
 #                   the file keeps its value
 #   live            while ib_write_bw runs: paths is refused with EBUSY;
-#                   ack_every, dead_after, ai_bytes and pacing change and
-#                   read back; the debugfs peers table shows the
+#                   ack_every, dead_after, ai_bytes, pacing and host_window
+#                   change and read back; the debugfs peers table shows the
 #                   connection and one row per path with a known state;
-#                   rdma statistic has per-path counters; the run completes
+#                   rdma statistic has per-path counters; the run completes;
+#                   afterwards the device's shared-window count (debugfs
+#                   "host ... inflight") is back to 0
 . "$(dirname "$0")/lib.sh"
 mr_require_module
 
 DOC=$MR_TOP/Documentation/admin-guide.rst
 TUNABLES=(paths rto_min_us rto_max_us rto_init_us probe_us dead_after
 	reorder_thresh ack_delay_us ack_every msg_ack_us init_window min_window
-	max_window ai_bytes ecn_shift repick_alpha pacing rx_capacity_mbps)
+	max_window ai_bytes ecn_shift repick_alpha pacing rx_capacity_mbps
+	host_window)
 PORT=18620
 
 # doc_default NAME: the default in the tunables table ("``NAME``  VALUE").
@@ -115,6 +118,8 @@ invalid() {
 	refused min_window $((max + 1))
 	refused init_window $((max + 1))
 	refused max_window $(((1 << 30) + 1))
+	refused host_window $(((1 << 30) + 1))
+	refused host_window -5
 }
 
 # set_ok NAME VALUE: accepted and read back.
@@ -136,6 +141,7 @@ live_checks() {
 	set_ok ai_bytes 8192
 	set_ok pacing 1
 	set_ok pacing 0
+	set_ok host_window 1048576
 	peers=$(cat "/sys/kernel/debug/metaroce/$MR_A_DEV/peers")
 	printf '%s\n' "$peers" | head -n 12
 	paths=$(cat "$(tun "$MR_A_DEV" paths)")
@@ -159,6 +165,12 @@ live() {
 	wait "$checker" || { cat "$MR_TMP/live.log"; mr_fail "the checks during the run failed"; }
 	cat "$MR_TMP/live.log"
 	[[ -s $MR_TMP/live ]] || mr_fail "the checks during the run did not finish"
+	# Everything sent was acknowledged: nothing stays counted.
+	wait_for 10 grep -q "^host window 1048576 inflight 0$" \
+		"/sys/kernel/debug/metaroce/$MR_A_DEV/peers" ||
+		mr_fail "shared-window count after the run: $(grep '^host' \
+			"/sys/kernel/debug/metaroce/$MR_A_DEV/peers")"
+	echo 0 >"$(tun "$MR_A_DEV" host_window)"
 }
 
 mr_run module_params module_params
