@@ -51,6 +51,8 @@ static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	[MR_CNT_RX_DROP_BACKLOG]	= { .name = "rx_drop_backlog" },
 	[MR_CNT_TX_DROP_NO_ROUTE]	= { .name = "tx_drop_no_route" },
 	[MR_CNT_RX_CE_MARKED]		= { .name = "rx_ce_marked" },
+	[MR_CNT_DB_INLINE]		= { .name = "doorbells_inline" },
+	[MR_CNT_DB_DEFERRED]		= { .name = "doorbells_deferred" },
 
 	[E(MR_ST_TX_PKTS)]		= { .name = "transport_tx_packets" },
 	[E(MR_ST_TX_BYTES)]		= { .name = "transport_tx_bytes" },

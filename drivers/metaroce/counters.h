@@ -26,6 +26,8 @@ enum mr_counter {
 	MR_CNT_RX_DROP_BACKLOG,		/* NAPI queue full */
 	MR_CNT_TX_DROP_NO_ROUTE,
 	MR_CNT_RX_CE_MARKED,		/* marked by our own receive queue */
+	MR_CNT_DB_INLINE,		/* send-ring doorbells sent in the call */
+	MR_CNT_DB_DEFERRED,		/* ... left to the doorbell workqueue */
 	MR_NUM_COUNTERS
 };
 

@@ -219,6 +219,9 @@ static void mr_rx_one(struct mr_dev *dev, struct sk_buff *skb,
 			      MR_RXS_INVALID;
 
 		mr_conn_rx_done(&peer->conn, &h, &rx, st, 0, ktime_get_ns());
+		/* The peer answered: the next doorbell sends at once. */
+		if (qp && qp->sq_ring && !READ_ONCE(qp->sq_answered))
+			WRITE_ONCE(qp->sq_answered, true);
 	}
 	spin_unlock(&peer->lock);
 	if (qp)

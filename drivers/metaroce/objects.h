@@ -422,6 +422,7 @@ struct mr_ibqp {
 	bool on_work;			/* under dev->work_lock */
 	/* User RC and UD QPs with a send ring (uapi/rdma/metaroce-abi.h). */
 	struct metaroce_sq_ring *sq_ring;	/* its slots: sq.size */
+	bool sq_answered;		/* peer data since the last doorbell */
 	struct mr_umap *sq_umap;
 	u32 sq_ring_stride;
 	u64 sq_active;			/* ns: work requests last taken */

@@ -1150,9 +1150,11 @@ static bool mr_qp_sq_pull(struct mr_ibqp *qp)
  * the system call returns at once and the work requests go out from
  * another CPU, as they would from a device. Taken inline, each doorbell
  * carried its work request to completion before the process could post
- * the next. High priority because the worker must usually preempt a
- * process that busy-polls its CQ: a worker of normal priority waited for
- * the end of that process's time slice (see Documentation/uapi.rst).
+ * the next, which only pays when the process waits for an answer anyway
+ * (mr_post_send() does it then). High priority because the worker must
+ * usually preempt a process that busy-polls its CQ: a worker of normal
+ * priority waited for the end of that process's time slice (see
+ * Documentation/uapi.rst).
  */
 static void mr_qp_sq_doorbell(struct work_struct *work)
 {
@@ -1264,17 +1266,31 @@ int mr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 
 	/* A QP with a send ring posts there; POST_SEND is its doorbell. */
 	if (qp->sq_ring) {
+		bool answered;
+
 		if (wr) {
 			*bad_wr = wr;
 			return -EINVAL;
 		}
-		/* A process that waits for the outcome: send it now. */
-		if (READ_ONCE(qp->sq_ring->hint) & METAROCE_SQ_HINT_WAIT) {
+		/*
+		 * Send now, in the caller's system call, for a process that
+		 * waits for the outcome: one that asks (a UD sender), or one
+		 * whose peer sent this QP data since its last doorbell (a
+		 * request/response exchange; see Documentation/uapi.rst).
+		 */
+		answered = READ_ONCE(qp->sq_answered);
+		if (answered)
+			WRITE_ONCE(qp->sq_answered, false);
+		if (answered ||
+		    (READ_ONCE(qp->sq_ring->hint) & METAROCE_SQ_HINT_WAIT)) {
+			mr_counter_add(qp->dev->counters, MR_CNT_DB_INLINE, 1);
 			local_bh_disable();
 			if (mr_qp_sq_pull(qp))
 				mr_napi_kick_qp(qp);
 			local_bh_enable();
 		} else {
+			mr_counter_add(qp->dev->counters, MR_CNT_DB_DEFERRED,
+				       1);
 			queue_work(mr_db_wq, &qp->sq_doorbell);
 		}
 		return 0;

@@ -13,7 +13,9 @@
 #               uverbs commands of ibv_rc_pingpong's client, counted with
 #               strace, are its posts
 #   stream_syscalls  and while ib_write_bw streams, posting takes none
-#               either (the send ring): under 0.05 per work request
+#               either (the send ring): under 0.05 per work request; the
+#               ping-pong's doorbells send in the system call, the
+#               stream's do not (doorbells_inline)
 #   recv_syscalls  nor, while ib_send_bw streams, does its server's
 #               posting of receives (the receive ring)
 #   ring_fuzz   a process that scribbles on its own rings harms nobody

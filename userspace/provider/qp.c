@@ -205,9 +205,11 @@ static int mr_ring_write(struct mr_qp *qp, const struct ibv_send_wr *wr,
  * gap counts from the end of the previous post: the doorbell's own system
  * call (slow under strace, say) must not make a process look slow.  On a
  * UD QP, that doorbell asks the kernel to send before it returns
- * (METAROCE_SQ_HINT_WAIT); on an RC QP it does not: measured under
- * emulation, sending RC work requests in the system call made the median
- * latency of ib_write_lat worse, not better (Documentation/uapi.rst).
+ * (METAROCE_SQ_HINT_WAIT); on an RC QP it does not: after a wait for
+ * completions a streaming process looks slow for a few posts, and sending
+ * those in the system call cut its message rate. The kernel sends an RC
+ * doorbell's work in the call by itself when the peer has sent the QP
+ * data since the previous one (Documentation/uapi.rst).
  */
 #define MR_RING_PAUSE_NS 40000ULL
 #define MR_RING_GAP_MAX 1000000ULL

@@ -155,8 +155,10 @@ struct metaroce_cqe {
  *
  * When it rings the doorbell, the provider may set METAROCE_SQ_HINT_WAIT in
  * hint (it will wait for the outcome). The kernel then sends what was
- * posted before POST_SEND returns, on the caller's CPU; without the hint
- * it does so from a workqueue, and the call returns at once.
+ * posted before POST_SEND returns, on the caller's CPU; it does the same
+ * on its own for an RC QP whose peer sent it data since its previous
+ * doorbell (a request/response exchange). Otherwise it sends from a
+ * workqueue, and the call returns at once.
  *
  * The kernel copies each work request once and checks it as POST_SEND
  * would; one it refuses completes, in its place, with IB_WC_LOC_QP_OP_ERR.
