@@ -420,15 +420,16 @@ static u64 mr_pace_ns(const struct mr_conn *c, u32 bytes)
 	return mr_div64((u64)bytes * 8000, c->rate_hint);
 }
 
-/*
- * The window stops the sender: it is full and no timeout credit lets a
- * queued retransmission past it (protocol.rst, section 7.22).
- */
+/* The window, with what it may borrow from the host, is full. */
 static int mr_conn_over(const struct mr_conn *c)
 {
 	return c->inflight >= c->wnd + mr_conn_borrow(c);
 }
 
+/*
+ * The window stops the sender: it is full and no timeout credit lets a
+ * queued retransmission past it (protocol.rst, section 7.22).
+ */
 static int mr_conn_wnd_shut(const struct mr_conn *c)
 {
 	return mr_conn_over(c) && (!c->rto_credit || !c->rtx_cnt);
