@@ -35,6 +35,13 @@
 #   MR_PYVERBS_OUT      keep results.txt and log.txt in this directory
 #   MR_TEST_LINK_TYPE=rxe MR_TEST_MODULE=rdma_rxe: run against rxe instead
 #                       (the allow-list then does not apply)
+#   MR_PYVERBS_RXE=0    leave out the comparison with rxe (below)
+#
+# For comparison, the last subtest runs the same suite, set up the same
+# way, against rxe in the same boot and prints rxe's totals beside the
+# device's. rxe's own failures are reported, not judged: the subtest fails
+# only when the run could not be made (no rdma_rxe, no test ran, a test
+# process stuck in the kernel).
 . "$(dirname "$0")/lib.sh"
 mr_require_module
 
@@ -146,11 +153,45 @@ summary() {
 			n["skip"], n["allowed"], NR }' "$RESULTS"
 }
 
+# rxe_comparison: the suite against rxe, by a second run of this program.
+rxe_comparison() {
+	local out=$WORK/rxe line rc=0
+	modinfo rdma_rxe >/dev/null 2>&1 || mr_fail "no rdma_rxe module"
+	mkdir -p "$out"
+	MR_TEST_LINK_TYPE=rxe MR_TEST_MODULE=rdma_rxe MR_TEST_ONLY=run_suite_rxe \
+		MR_PYVERBS_OUT=$out MR_PYVERBS_RXE=0 \
+		bash "$HERE/pyverbs.sh" >"$out/tap.txt" 2>&1 || rc=$?
+	line=$(grep -m1 '^# pyverbs on rxe: ' "$out/tap.txt" || true)
+	if [[ -z $line ]]; then
+		tail -n 30 "$out/tap.txt"
+		mr_fail "the run against rxe gave no totals (exit $rc)"
+	fi
+	grep -q '^ok 1 run_suite_rxe' "$out/tap.txt" || {
+		tail -n 30 "$out/tap.txt"
+		mr_fail "the run against rxe did not complete (exit $rc)"
+	}
+	# rxe's failures, by test, for the reader; they do not fail this test
+	awk -F'\t' '$1 != "pass" && $1 != "skip" { print "rxe", $1, $2 }' \
+		"$out/results.txt"
+	# the tests that pass on one and not on the other, with the reason
+	awk -F'\t' 'NR == FNR { mr[$2] = $1; why[$2] = $4; next }
+		($2 in mr) && ($1 == "pass") != (mr[$2] == "pass") {
+			printf "rxe %s, metaroce %s: %s (%s)\n", $1, mr[$2], $2,
+				mr[$2] == "pass" ? $4 : why[$2] }' \
+		"$RESULTS" "$out/results.txt"
+	echo "${line#\# }"
+	echo "${RXE_CMP_MR:-}"
+}
+
 mr_run "run_suite_$MR_TYPE" run_suite
 if [[ -s $RESULTS ]]; then
 	for mod in $(cut -f2 "$RESULTS" | cut -d. -f2 | uniq); do
 		mr_run "$mod" check_module "$mod"
 	done
 	echo "# $(summary)"
+	if [[ $MR_TYPE == metaroce && ${MR_PYVERBS_RXE:-1} != 0 ]]; then
+		RXE_CMP_MR=$(summary)
+		mr_run rxe_comparison rxe_comparison
+	fi
 fi
 mr_done
