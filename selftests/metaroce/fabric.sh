@@ -352,3 +352,119 @@ mr_fabric_udp_bytes() {
 	done
 	echo "${out[*]}"
 }
+
+# mr_rxe_fabric PLANES: two rxe hosts for comparisons with the fabric
+# above, in the same boot. Debian 6.12's rxe carries traffic only in the
+# initial network namespace and takes packets only from the netdev it is
+# bound to, so both hosts' links are there and the planes lead from A's
+# links to one leaf router in front of B:
+#
+#   A: xa0 (10.64.0.1, rxe mrxa) -- plane 0: mrxp0 --+
+#      xa1 ...                   -- plane 1: mrxp1 --+-- leaf mrxl -- xb: B
+#      ...                                           |   (10.66.0.1, rxe mrxb)
+#
+# What A's address sends to B's leaves by a multipath route over the
+# planes, hashed on the UDP ports as in mr_fabric (policy routing: table
+# MR_RXE_TABLE, rules from MR_RXE_PREF, the local rule moved below them);
+# what comes back takes plane 0. Plane p's egress towards the leaf is
+# pl<p> (mr_rxe_fabric_shape, mr_rxe_fabric_bytes). The initial namespace
+# is given the name mrinit, so that mr_pair can run both ends there: the
+# function sets MR_A_NS=MR_B_NS=mrinit, MR_A_DEV=mrxa, MR_B_DEV=mrxb,
+# MR_A_IP, MR_B_IP, MR_A_GIDX, MR_B_GIDX and MR_PLANES, for the rest of
+# the subtest (run it in its own subtest). Skips without rdma_rxe.
+mr_rxe_fabric() {
+	local planes=$1 p r dev hops=() rpf hash
+	modprobe rdma_rxe 2>/dev/null || mr_skip "rdma_rxe is not available"
+	mr_tmpdir
+	ip netns del mrinit 2>/dev/null || true
+	ip netns attach mrinit 1
+	mr_defer ip netns del mrinit
+	rpf=$(sysctl -n net.ipv4.conf.all.rp_filter)
+	mr_defer sysctl -qw "net.ipv4.conf.all.rp_filter=$rpf"
+	sysctl -qw net.ipv4.conf.all.rp_filter=0
+	hash=$(sysctl -n net.ipv4.fib_multipath_hash_policy)
+	mr_defer sysctl -qw "net.ipv4.fib_multipath_hash_policy=$hash"
+	sysctl -qw net.ipv4.fib_multipath_hash_policy=1
+	mr_netns mrxl
+	ip netns exec mrxl sysctl -qw net.ipv4.ip_forward=1 \
+		net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+	mr_veth xb lb "" mrxl
+	ip addr add 10.66.0.1/24 dev xb
+	ip -n mrxl addr add 10.66.0.254/24 dev lb
+	for ((p = 0; p < planes; p++)); do
+		r=mrxp$p
+		mr_netns "$r"
+		ip netns exec "$r" sysctl -qw net.ipv4.ip_forward=1
+		mr_veth "xa$p" "pa$p" "" "$r"
+		mr_veth "pl$p" "lp$p" "$r" mrxl
+		ip addr add "10.64.$p.1/24" dev "xa$p"
+		ip -n "$r" addr add "10.64.$p.254/24" dev "pa$p"
+		ip -n "$r" addr add "10.65.$p.1/24" dev "pl$p"
+		ip -n mrxl addr add "10.65.$p.254/24" dev "lp$p"
+		ip -n "$r" route add 10.66.0.1/32 via "10.65.$p.254"
+		ip -n "$r" route add 10.64.0.1/32 via "10.64.$p.1"
+		hops+=(nexthop via "10.64.$p.254" dev "xa$p")
+	done
+	ip -n mrxl route add 10.64.0.1/32 via 10.65.0.1
+	for dev in xb $(for ((p = 0; p < planes; p++)); do echo "xa$p"; done); do
+		# Packets from the other host arrive from a local address.
+		sysctl -qw "net.ipv4.conf.$dev.rp_filter=0" \
+			"net.ipv4.conf.$dev.accept_local=1"
+	done
+	ip route add table "$MR_RXE_TABLE" 10.66.0.1/32 src 10.64.0.1 "${hops[@]}"
+	ip route add 10.64.0.1/32 via 10.66.0.254 dev xb src 10.66.0.1 \
+		table $((MR_RXE_TABLE + 1))
+	mr_defer ip rule del pref "$MR_RXE_PREF"
+	ip rule add pref "$MR_RXE_PREF" iif lo from 10.64.0.1 to 10.66.0.1 \
+		lookup "$MR_RXE_TABLE"
+	mr_defer ip rule del pref $((MR_RXE_PREF + 1))
+	ip rule add pref $((MR_RXE_PREF + 1)) iif lo from 10.66.0.1 to 10.64.0.1 \
+		lookup $((MR_RXE_TABLE + 1))
+	mr_defer ip rule del pref "$MR_RXE_LOCAL_PREF" lookup local
+	ip rule add pref "$MR_RXE_LOCAL_PREF" lookup local
+	mr_defer ip rule add pref 0 lookup local
+	ip rule del pref 0 lookup local
+	# Neighbours resolved up front, as in mr_rxe_star.
+	for ((p = 0; p < planes; p++)); do
+		ip neigh replace "10.64.$p.254" dev "xa$p" nud permanent \
+			lladdr "$(ip netns exec "mrxp$p" cat "/sys/class/net/pa$p/address")"
+	done
+	ip neigh replace 10.66.0.254 dev xb nud permanent \
+		lladdr "$(ip netns exec mrxl cat /sys/class/net/lb/address)"
+	[[ $(ip -o route get 10.66.0.1 from 10.64.0.1 ipproto udp sport 49152 dport 4791) == *" dev xa"* ]] ||
+		mr_fail "policy routing: 10.64.0.1 -> 10.66.0.1 does not take a plane"
+	mr_defer rdma link delete mrxa
+	assert_ok "rdma link add mrxa" rdma link add mrxa type rxe netdev xa0
+	mr_defer rdma link delete mrxb
+	assert_ok "rdma link add mrxb" rdma link add mrxb type rxe netdev xb
+	assert_wait "mrxa has a RoCE v2 GID" 10 mr_gid_index mrxa 10.64.0.1
+	assert_wait "mrxb has a RoCE v2 GID" 10 mr_gid_index mrxb 10.66.0.1
+	assert_wait "port of mrxa ACTIVE" 10 mr_port_active mrxa
+	assert_wait "port of mrxb ACTIVE" 10 mr_port_active mrxb
+	# shellcheck disable=SC2034 # used by the test programs and mr_pair
+	{
+		MR_PLANES=$planes MR_A_NS=mrinit MR_B_NS=mrinit
+		MR_A_DEV=mrxa MR_B_DEV=mrxb MR_A_IP=10.64.0.1 MR_B_IP=10.66.0.1
+		MR_A_GIDX=$(mr_gid_index mrxa 10.64.0.1)
+		MR_B_GIDX=$(mr_gid_index mrxb 10.66.0.1)
+	}
+}
+
+# mr_rxe_fabric_shape PLANE ARGS...: as mr_fabric_shape, for the rxe
+# fabric: the root qdisc of plane PLANE's egress towards the leaf.
+mr_rxe_fabric_shape() {
+	local p=$1
+	shift
+	assert_ok "rxe plane $p: tc qdisc $*" ip netns exec "mrxp$p" \
+		tc qdisc replace dev "pl$p" root "$@"
+}
+
+# mr_rxe_fabric_bytes: bytes each plane of the rxe fabric carried towards
+# B so far, one number per plane on one line.
+mr_rxe_fabric_bytes() {
+	local p out=()
+	for ((p = 0; p < MR_PLANES; p++)); do
+		out+=("$(ip netns exec "mrxp$p" cat "/sys/class/net/pl$p/statistics/tx_bytes")")
+	done
+	echo "${out[*]}"
+}

@@ -52,9 +52,16 @@
 #                   UDP flow's, which does not back off (RED drops 10-30 %
 #                   of it): medians of 6-27 kB were seen in the VM, so
 #                   the 15 kB min threshold is not asserted.
-#
-# rxe cannot take part: Debian 6.12's rxe does not carry traffic between
-# network namespaces (Documentation/benchmarks.rst).
+#   rxe_planes      for comparison, rxe's single QP over the same planes,
+#                   shaped the same way (mr_rxe_fabric: Debian 6.12's rxe
+#                   carries traffic only in the initial namespace, so its
+#                   hosts are there, A's links into the planes and the
+#                   planes into a leaf router in front of B): RoCEv2 puts
+#                   all of a QP's packets on one UDP source port, so one
+#                   plane carries at least 95 % of its bytes and it gets
+#                   at most one plane's rate (115 % of it, for tbf's
+#                   burst). Logged: the plane, the bytes per plane and
+#                   metaroce's 4-plane rate over rxe's (scaling's run).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fabric.sh"
 mr_require_module
@@ -203,6 +210,7 @@ scaling() {
 	b0=$(mr_fabric_bytes)
 	write_bw all_planes 8
 	four=$BW
+	echo "$four" >"$MR_TMP/scaling.bw"
 	b1=$(mr_fabric_bytes)
 	mr_log "$PLANES planes: $four MB/s; bytes per plane $b0 -> $b1"
 	mr_fabric_planes 1
@@ -218,6 +226,31 @@ scaling() {
 			b / a, 100 * a * 8e6 / r, n, 100 * b * 8e6 / (n * r) }'
 	awk -v a="$one" -v b="$four" -v n="$PLANES" 'BEGIN { exit !(a > 0 && b >= 0.875 * n * a) }' ||
 		mr_fail "$PLANES planes gave $four MB/s, not $PLANES x 0.875 times the $one MB/s of one"
+}
+
+rxe_planes() {
+	local p b0 b1 mr
+	mr_rxe_fabric "$PLANES"
+	for ((p = 0; p < PLANES; p++)); do
+		mr_rxe_fabric_shape "$p" tbf rate "$RATE" burst 16kb latency 20ms
+	done
+	b0=$(mr_rxe_fabric_bytes)
+	write_bw rxe_planes 8
+	b1=$(mr_rxe_fabric_bytes)
+	mr=$(cat "$MR_TMP/scaling.bw" 2>/dev/null || echo 0)
+	awk -v b0="$b0" -v b1="$b1" -v bw="$BW" -v r="$RATE_BPS" -v n="$PLANES" -v mr="$mr" 'BEGIN {
+		split(b0, x); split(b1, y)
+		for (p = 1; p <= n; p++) { d[p] = y[p] - x[p]; t += d[p]; if (d[p] > d[m]) m = p }
+		if (!m) m = 1
+		printf "rxe, one QP: %.1f MB/s = %.0f %% of one plane; plane %d carried %.1f %% of its %d bytes (per plane:", bw, 100 * bw * 8e6 / r, m - 1, t ? 100 * d[m] / t : 0, t
+		for (p = 1; p <= n; p++) printf " %d", d[p]
+		printf ")"
+		if (mr > 0) printf "; metaroce, one QP over %d planes: %.1f MB/s = %.2fx rxe", n, mr, mr / bw
+		printf "\n"
+		if (t < 1e6) { print "rxe moved less than 1 MB over the planes"; exit 1 }
+		if (d[m] < 0.95 * t) { print "rxe spread its QP over planes"; exit 1 }
+		if (bw * 8e6 > 1.15 * r) { print "rxe got more than the rate of one plane"; exit 1 }
+	}' || mr_fail "rxe's QP did not stay on one plane (above)"
 }
 
 # recovery_check SAMPLES ON BACK: see the header. Prints the verdict
@@ -345,4 +378,5 @@ mr_run plane_failure plane_failure
 mr_run scaling scaling
 mr_run recovery recovery
 mr_run congestion congestion
+mr_run rxe_planes rxe_planes
 mr_done
