@@ -101,6 +101,7 @@ struct mr_path {
 	u8 undo_timeouts;
 	u16 undo_weight;
 	u8 overtaken;		/* another path got through since the series began */
+	u8 series_cut;		/* a timeout of this series cut the window */
 	u32 dead_psn;		/* nxt when it died: later psns are probes */
 	u32 rto_lo;
 	u32 rto_hi;

@@ -653,6 +653,24 @@ static void test_cc(void)
 	mr_conn_timer(c, e->now);
 	tap_ok(c->wnd == w1,
 	       "a second timeout in the same round does not cut again");
+	/* the round ends; the same path backs off and times out again */
+	c->round_cut = 0;
+	ep_tx(e);
+	e->now = mr_path_next_timer(c);
+	mr_conn_timer(c, e->now);
+	tap_ok(c->wnd == w1 && c->path[0].timeouts == 4,
+	       "a backed-off timeout of the same series does not cut, even in a new round (%u, timeouts %u)",
+	       c->wnd, c->path[0].timeouts);
+	/* the path delivers again: its next series may cut */
+	round_trip(e, 20 * US, &ce, &rx, 0);
+	w1 = c->wnd;
+	ep_standing_queue(c);
+	ep_tx(e);
+	e->now = mr_path_next_timer(c);
+	mr_conn_timer(c, e->now);
+	tap_ok(c->path[0].timeouts == 1 && c->wnd == mr_max32(w1 / 2, c->cfg.min_window),
+	       "after progress, the path's next series cuts again (%u -> %u)",
+	       w1, c->wnd);
 	ep_free(e);
 }
 

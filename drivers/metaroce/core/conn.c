@@ -642,18 +642,19 @@ void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
  * marks (a host backlog, a switch without ECN) and took a whole tail with
  * it. Halve the window, once per round (the timeouts of one episode on
  * several paths count once), and leave slow start. Other losses, and a
- * timeout without a queue, leave the window alone.
+ * timeout without a queue, leave the window alone. Returns 1 if it cut.
  */
-void mr_conn_cc_on_timeout(struct mr_conn *c, u64 now)
+int mr_conn_cc_on_timeout(struct mr_conn *c, u64 now)
 {
 	(void)now;
 	if (c->round_cut || !mr_conn_queueing(c))
-		return;
+		return 0;
 	c->round_cut = 1;
 	c->slow_start = 0;
 	c->wnd /= 2;
 	mr_conn_clamp(c);
 	mr_paths_rebalance(c);
+	return 1;
 }
 
 /* Receive half */

@@ -123,7 +123,7 @@ void mr_seg_queue_rtx(struct mr_conn *c, struct mr_seg *s);
 void mr_seg_release(struct mr_conn *c, struct mr_seg *s, u64 now);
 void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 		       u64 now);
-void mr_conn_cc_on_timeout(struct mr_conn *c, u64 now);
+int mr_conn_cc_on_timeout(struct mr_conn *c, u64 now);
 int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path,
 		      u64 now);
 void mr_conn_mark_dirty(struct mr_conn *c, struct mr_qp *qp);

@@ -372,6 +372,7 @@ static void mr_path_undo(struct mr_conn *c, struct mr_path *p, u64 now)
 	}
 	p->timeouts = p->undo_timeouts;
 	p->overtaken = 0;
+	p->series_cut = 0;
 	/*
 	 * A path the series declared dead is not revived here: packets that
 	 * late sat in a deep queue, and a sender whose dead paths all came
@@ -513,6 +514,7 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		p->acked_at = now;
 		p->timeouts = 0;
 		p->overtaken = 0;
+		p->series_cut = 0;
 		mr_paths_overtake(c, p);
 		/* Newer packets got through without the oldest: a real loss. */
 		p->undo = 0;
@@ -536,6 +538,7 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		p->last_progress = now;
 		p->timeouts = 0;
 		p->overtaken = 0;
+		p->series_cut = 0;
 		mr_path_revive(c, p);
 	}
 
@@ -651,7 +654,14 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 			 */
 			c->rto_credit = mr_min32(c->rto_credit + 1, c->npaths);
 			p->last_progress = now;
-			mr_conn_cc_on_timeout(c, now);
+			/*
+			 * At most once per series of the path: the backed-off
+			 * timeouts repeat what the first one found (a silent
+			 * path loses its later packets too), and halving for
+			 * each of them starves the paths that deliver.
+			 */
+			if (!p->series_cut && mr_conn_cc_on_timeout(c, now))
+				p->series_cut = 1;
 			if (p->state != MR_PATH_DEAD) {
 				p->weight = (u16)mr_max32(p->weight / 2,
 							  MR_WEIGHT_MIN);
