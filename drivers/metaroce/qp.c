@@ -486,6 +486,13 @@ void mr_qp_eng_error(struct mr_ibqp *qp, int status)
 	WRITE_ONCE(qp->state, IB_QPS_ERR);
 	mr_qp_flush_sq(qp);
 	mr_qp_flush_rq(qp);
+	/*
+	 * These affiliated errors are the responder's, which refused a
+	 * request (eng.fatal). A requester NAKed with the same status learns
+	 * of it from its completion, and gets no event.
+	 */
+	if (!qp->eng.fatal)
+		return;
 	if (status == MR_WC_REM_ACCESS_ERR)
 		mr_qp_event(qp, IB_EVENT_QP_ACCESS_ERR);
 	else if (status == MR_WC_REM_INV_REQ_ERR)
