@@ -8,7 +8,10 @@
 #   objects     every verbs object, and the errno of every invalid call
 #   pair        RC SEND/RECV, WRITE, READ, atomics, SRQ, UD, completion
 #               events, the ibv_wr_* API and remote errors between two
-#               hosts, data checked byte for byte
+#               hosts, data checked byte for byte; fence after a READ,
+#               max_rd_atomic 1, unsignaled work requests, solicited-only
+#               events, RNR (retries exhausted, and waited out) and MRs
+#               without one remote right each
 #   poll_syscalls  polling a CQ takes no system call (the CQ ring): the
 #               uverbs commands of ibv_rc_pingpong's client, counted with
 #               strace, are its posts

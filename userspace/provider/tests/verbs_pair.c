@@ -11,8 +11,15 @@
  * SEND/RECV (with immediate data, inline, several packets), RDMA WRITE (and
  * with immediate), RDMA READ, atomics, an SRQ and its limit event, UD SEND,
  * completion events, the ibv_wr_* API with an extended CQ, and a remote
- * access error.  Every received byte is checked.
+ * access error.  Then the rules of the verbs the transport must keep: a
+ * fenced WRITE waits for the READ before it, at most max_rd_atomic READs
+ * are outstanding, unsignaled work requests complete silently, a CQ armed
+ * for solicited completions ignores the others, RNR retries (exhausted, and
+ * waited out until a receive is posted) and the rights of a memory region
+ * (WRITE, READ and atomic each refused by an MR without that right).
+ * Every received byte is checked.
  */
+#include <ctype.h>
 #include <unistd.h>
 
 #include "verbs_conn.h"
@@ -34,7 +41,16 @@ enum {
 	OFF_WR_RX = 512 << 10,		/* receives of rc3: 2 x 4 KiB */
 	OFF_WR_TX = 528 << 10,
 	OFF_WR_DST = 544 << 10,		/* the peer's ibv_wr_rdma_write */
-	BUF_SIZE = 1 << 20,
+	OFF_FENCE_SRC = 1 << 20,	/* the peer READs this, 512 KiB */
+	OFF_FENCE_LOCAL = 1536 << 10,	/* our READ's, our fenced WRITE's */
+	OFF_FENCE_DST = 2 << 20,	/* the peer's fenced WRITE */
+	OFF_RD1_SRC = 2560 << 10,	/* the peer's 32 READs, 512 KiB */
+	OFF_RD1_DST = 3 << 20,		/* our 32 READs land here */
+	OFF_UNSIG_DST = 3584 << 10,	/* the peer's unsignaled WRITEs */
+	OFF_UNSIG_SRC = 3648 << 10,	/* what ours write */
+	OFF_MISC_RX = 3712 << 10,	/* receives of the later steps */
+	OFF_ACC_LOCAL = 3776 << 10,	/* our READs from the peer's MRs */
+	BUF_SIZE = 4 << 20,
 };
 
 #define WRITE_LEN 20000
@@ -42,6 +58,19 @@ enum {
 #define UD_LEN 1000
 #define GRH_LEN 40
 #define QKEY 0x11111111u
+#define FENCE_LEN (512 << 10)	/* the READ takes many round trips */
+#define RD1_NUM 32		/* READs posted at once, max_rd_atomic 1 */
+#define RD1_LEN (16 << 10)
+#define UNSIG_ROUNDS 4		/* of UNSIG_SQ WRITEs, the last signaled */
+#define UNSIG_SQ 16
+#define UNSIG_LEN 1024
+#define UNSIG_MAX_WC (UNSIG_ROUNDS * UNSIG_SQ + 1)	/* room for too many */
+#define RNR_DELAY_US 150000	/* before the receive the SEND waits for */
+#define ACC_LEN 4096		/* each MR without one remote right */
+#define SOL_QUIET_MS 300	/* how long no event must come */
+
+/* The peer's MRs that each lack one remote right. */
+enum { ACC_NO_WRITE, ACC_NO_READ, ACC_NO_ATOMIC, NUM_ACC };
 
 /*
  * One QP per step, so that a step that breaks its QP does not take the
@@ -49,7 +78,9 @@ enum {
  */
 enum {
 	RC_SEND, RC_WRITE, RC_READ, RC_ATOMIC, RC_SRQ, RC_EVENT, RC_WR,
-	RC_ERR_KEY, RC_ERR_RANGE, UD, NUM_QPS
+	RC_ERR_KEY, RC_ERR_RANGE, RC_FENCE, RC_RD1, RC_UNSIG, RC_SOLICIT,
+	RC_RNR, RC_RNR_WAIT, RC_ACC_WRITE, RC_ACC_READ, RC_ACC_ATOMIC, UD,
+	NUM_QPS
 };
 
 struct info {
@@ -58,12 +89,15 @@ struct info {
 	uint32_t rkey;
 	uint64_t addr;
 	union ibv_gid gid;
+	uint32_t acc_rkey[NUM_ACC];
+	uint64_t acc_addr[NUM_ACC];
 };
 
 #define INFO_MAGIC 0x6d72766bu
 
 struct side {
 	int me;				/* 1 server, 2 client */
+	const char *name;		/* of the device */
 	int sock;
 	struct ibv_context *ctx;
 	struct ibv_device_attr_ex dev;
@@ -77,6 +111,11 @@ struct side {
 	struct ibv_cq *cq;		/* rc1 and ud, with the channel */
 	struct ibv_cq *cq2;		/* rc2 */
 	struct ibv_cq_ex *cqx;		/* rc3 */
+	struct ibv_comp_channel *ch_sol;
+	struct ibv_cq *cq_sol;		/* receives of RC_SOLICIT */
+	struct ibv_cq *cq_unsig;	/* RC_UNSIG alone */
+	uint8_t *acc_buf[NUM_ACC];
+	struct ibv_mr *acc_mr[NUM_ACC];
 	struct ibv_srq *srq;
 	struct ibv_qp *qp[NUM_QPS];
 	struct ibv_ah *ah;
@@ -222,20 +261,6 @@ static void expect_send_wc(struct ibv_cq *cq, uint64_t wr_id,
 
 /* --- setup -------------------------------------------------------------- */
 
-static struct ibv_qp *create_qp(struct side *s, enum ibv_qp_type type,
-				struct ibv_cq *cq, struct ibv_srq *srq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq,
-		.recv_cq = cq,
-		.srq = srq,
-		.qp_type = type,
-		.cap = { 64, srq ? 0 : 64, 4, 4, 128 },
-	};
-
-	return ibv_create_qp(s->pd, &ia);
-}
-
 static struct ibv_qp *create_qp_wr_api(struct side *s)
 {
 	struct ibv_qp_init_attr_ex xa = {
@@ -254,6 +279,71 @@ static struct ibv_qp *create_qp_wr_api(struct side *s)
 	return ibv_create_qp_ex(s->ctx, &xa);
 }
 
+/* sq_sig_all is 0: only the work requests posted signaled complete. */
+static struct ibv_qp *create_qp(struct side *s, enum ibv_qp_type type,
+				struct ibv_cq *scq, struct ibv_cq *rcq,
+				struct ibv_srq *srq, uint32_t max_send_wr)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.srq = srq,
+		.qp_type = type,
+		.cap = { max_send_wr, srq ? 0 : 64, 4, 4, 128 },
+		.sq_sig_all = 0,
+	};
+
+	return ibv_create_qp(s->pd, &ia);
+}
+
+static struct ibv_qp *create_step_qp(struct side *s, int i)
+{
+	switch (i) {
+	case RC_SRQ:
+		return create_qp(s, IBV_QPT_RC, s->cq2, s->cq2, s->srq, 64);
+	case RC_WR:
+		return create_qp_wr_api(s);
+	case RC_SOLICIT:
+		/* Its sends complete elsewhere: cq_sol sees receives only. */
+		return create_qp(s, IBV_QPT_RC, s->cq2, s->cq_sol, NULL, 64);
+	case RC_UNSIG:
+		return create_qp(s, IBV_QPT_RC, s->cq_unsig, s->cq_unsig, NULL,
+				 UNSIG_SQ);
+	case UD:
+		return create_qp(s, IBV_QPT_UD, s->cq, s->cq, NULL, 64);
+	default:
+		return create_qp(s, IBV_QPT_RC, s->cq, s->cq, NULL, 64);
+	}
+}
+
+/* Memory the peer may reach with all the remote rights but @missing. */
+static void setup_acc_mrs(struct side *s)
+{
+	static const int missing[NUM_ACC] = {
+		[ACC_NO_WRITE] = IBV_ACCESS_REMOTE_WRITE,
+		[ACC_NO_READ] = IBV_ACCESS_REMOTE_READ,
+		[ACC_NO_ATOMIC] = IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	int i, n = 0;
+
+	for (i = 0; i < NUM_ACC; i++) {
+		s->acc_buf[i] = aligned_alloc(4096, ACC_LEN);
+		if (!s->acc_buf[i])
+			bail_out("no memory");
+		fill(s->acc_buf[i], ACC_LEN, s->me + 100 + i);
+		s->acc_mr[i] = ibv_reg_mr(s->pd, s->acc_buf[i], ACC_LEN,
+					  all & ~missing[i]);
+		n += s->acc_mr[i] != NULL;
+	}
+	tap(n == NUM_ACC,
+	    "ibv_reg_mr without remote write, without remote read, without remote atomic (%s)",
+	    n == NUM_ACC ? "ok" : errname(errno));
+	if (n != NUM_ACC)
+		bail_out("cannot register memory");
+}
+
 static void setup(struct side *s, const char *name)
 {
 	struct ibv_cq_init_attr_ex cxa = {
@@ -264,6 +354,7 @@ static void setup(struct side *s, const char *name)
 						  .max_sge = 1 } };
 	int i;
 
+	s->name = name;
 	s->ctx = open_device_gid(name, &s->gid, &s->gid_index);
 	if (ibv_query_device_ex(s->ctx, NULL, &s->dev) ||
 	    ibv_query_port(s->ctx, 1, &s->port))
@@ -286,22 +377,24 @@ static void setup(struct side *s, const char *name)
 	s->cq = s->ch ? ibv_create_cq(s->ctx, 256, s, s->ch, 0) : NULL;
 	s->cq2 = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
 	s->cqx = ibv_create_cq_ex(s->ctx, &cxa);
-	tap(s->cq && s->cq2 && s->cqx, "three CQs, one extended (%s)",
-	    s->cq && s->cq2 && s->cqx ? "ok" : errname(errno));
+	s->ch_sol = ibv_create_comp_channel(s->ctx);
+	s->cq_sol = s->ch_sol ? ibv_create_cq(s->ctx, 16, s, s->ch_sol, 0) :
+				NULL;
+	s->cq_unsig = ibv_create_cq(s->ctx, 2 * UNSIG_SQ, NULL, NULL, 0);
+	tap(s->cq && s->cq2 && s->cqx && s->cq_sol && s->cq_unsig,
+	    "five CQs, one extended, two with a channel (%s)",
+	    s->cq && s->cq2 && s->cqx && s->cq_sol && s->cq_unsig ? "ok" :
+	    errname(errno));
 	s->srq = ibv_create_srq(s->pd, &sa);
 	tap(s->srq != NULL, "ibv_create_srq (%s)",
 	    s->srq ? "ok" : errname(errno));
-	if (!s->cq || !s->cq2 || !s->cqx || !s->srq)
+	if (!s->cq || !s->cq2 || !s->cqx || !s->cq_sol || !s->cq_unsig ||
+	    !s->srq)
 		bail_out("cannot create CQs or the SRQ");
+	setup_acc_mrs(s);
 
 	for (i = 0; i < NUM_QPS; i++) {
-		if (i == RC_SRQ)
-			s->qp[i] = create_qp(s, IBV_QPT_RC, s->cq2, s->srq);
-		else if (i == RC_WR)
-			s->qp[i] = create_qp_wr_api(s);
-		else
-			s->qp[i] = create_qp(s, i == UD ? IBV_QPT_UD :
-					     IBV_QPT_RC, s->cq, NULL);
+		s->qp[i] = create_step_qp(s, i);
 		if (!s->qp[i])
 			break;
 	}
@@ -326,30 +419,39 @@ static void exchange(struct side *s)
 
 	for (i = 0; i < NUM_QPS; i++)
 		mine.qpn[i] = s->qp[i]->qp_num;
+	for (i = 0; i < NUM_ACC; i++) {
+		mine.acc_rkey[i] = s->acc_mr[i]->rkey;
+		mine.acc_addr[i] = (uintptr_t)s->acc_buf[i];
+	}
 	sock_all(s->sock, &mine, sizeof(mine), true);
 	sock_all(s->sock, &s->peer, sizeof(s->peer), false);
 	if (s->peer.magic != INFO_MAGIC)
 		bail_out("the peer speaks another protocol");
 }
 
-static int connect_rc(struct side *s, struct ibv_qp *qp, uint32_t dest_qpn)
+/*
+ * RC QP @i to its peer: RC_RNR gives up at the first RNR NAK, RC_RD1 has
+ * one READ or atomic outstanding each way; the others retry RNR for ever
+ * and have 4 outstanding.
+ */
+static int connect_rc(struct side *s, int i)
 {
 	const struct rc_path p = {
 		.mtu = s->port.active_mtu,
 		.sgid_index = s->gid_index,
 		.dgid = s->peer.gid,
-		.dest_qpn = dest_qpn,
+		.dest_qpn = s->peer.qpn[i],
 		.psn = 0x1234,
 		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			  IBV_ACCESS_REMOTE_ATOMIC,
-		.rd_atomic = 4,
+		.rd_atomic = i == RC_RD1 ? 1 : 4,
 		.timeout = 14,
 		.retry_cnt = 7,
-		.rnr_retry = 7,
+		.rnr_retry = i == RC_RNR ? 0 : 7,
 		.min_rnr_timer = 12,
 	};
 
-	return rc_connect(qp, &p);
+	return rc_connect(s->qp[i], &p);
 }
 
 static int connect_ud(struct ibv_qp *qp)
@@ -390,7 +492,7 @@ static void connect_all(struct side *s)
 	for (i = 0; i < NUM_QPS; i++) {
 		if (i == UD)
 			continue;
-		ret = connect_rc(s, s->qp[i], s->peer.qpn[i]);
+		ret = connect_rc(s, i);
 		tap(!ret && s->qp[i]->state == IBV_QPS_RTS,
 		    "RC QP %u: RESET -> INIT -> RTR -> RTS towards QP %u (%s)",
 		    s->qp[i]->qp_num, s->peer.qpn[i], errname(ret));
@@ -972,6 +1074,636 @@ static void step_remote_error(struct side *s)
 	}
 }
 
+/* --- the rules of the verbs ----------------------------------------------- */
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a = {};
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &init))
+		return (enum ibv_qp_state)-1;
+	return a.qp_state;
+}
+
+/*
+ * Port counter @name of our device, -1 if it cannot be read. Outside the
+ * initial network namespace sysfs has no hw_counters: from `rdma
+ * statistic` then ("link DEV/1 name value name value ...").
+ */
+static long long hw_counter(struct side *s, const char *name)
+{
+	char path[256], word[64];
+	long long v = -1;
+	size_t i;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", s->name,
+		 name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+		return v;
+	}
+	for (i = 0; s->name[i]; i++)
+		if (!isalnum((unsigned char)s->name[i]) &&
+		    !strchr("_-.", s->name[i]))
+			return -1;
+	snprintf(path, sizeof(path),
+		 "rdma statistic show link %s/1 2>/dev/null", s->name);
+	f = popen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s", word) == 1) {
+		if (strcmp(word, name))
+			continue;
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		break;
+	}
+	pclose(f);
+	return v;
+}
+
+/*
+ * Counter @name grew past @before within 2 s (the values are cached for a
+ * few milliseconds); its value then, or -1.
+ */
+static long long counter_grew(struct side *s, const char *name,
+			      long long before)
+{
+	double deadline = now_sec() + 2;
+	long long v;
+
+	for (;;) {
+		v = hw_counter(s, name);
+		if (before >= 0 && v > before)
+			return v;
+		if (now_sec() > deadline)
+			return -1;
+		usleep(20000);
+	}
+}
+
+/* An RDMA work request of @op at @raddr (rkey @rkey) from or into @sge. */
+static struct ibv_send_wr rdma_wr(uint64_t wr_id, enum ibv_wr_opcode op,
+				  uint64_t raddr, uint32_t rkey,
+				  struct ibv_sge *sge, unsigned int flags)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = sge,
+		.num_sge = 1,
+		.opcode = op,
+		.send_flags = flags,
+	};
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return wr;
+}
+
+/*
+ * A READ and then, fenced, a WRITE of what it read: the WRITE must not
+ * start before the READ's data landed. Unfenced, it would go out at once
+ * with what the buffer held before (the READ takes many round trips).
+ * Each side READs the peer's FENCE_SRC and WRITEs it back to the peer's
+ * FENCE_DST, so each finds its own bytes in its FENCE_DST.
+ */
+static void step_fence(struct side *s)
+{
+	struct ibv_sge sge[2];
+	struct ibv_send_wr wr[2], *bad;
+	long badr, badw;
+	bool stale;
+
+	fill(s->buf + OFF_FENCE_SRC, FENCE_LEN, s->me + 80);
+	fill(s->buf + OFF_FENCE_LOCAL, FENCE_LEN, s->me + 90);
+	memset(s->buf + OFF_FENCE_DST, 0, FENCE_LEN);
+	barrier(s, 30);
+
+	sge[0] = sge_at(s, OFF_FENCE_LOCAL, FENCE_LEN);
+	sge[1] = sge[0];
+	wr[0] = rdma_wr(1500, IBV_WR_RDMA_READ, s->peer.addr + OFF_FENCE_SRC,
+			s->peer.rkey, &sge[0], IBV_SEND_SIGNALED);
+	wr[1] = rdma_wr(1501, IBV_WR_RDMA_WRITE, s->peer.addr + OFF_FENCE_DST,
+			s->peer.rkey, &sge[1],
+			IBV_SEND_SIGNALED | IBV_SEND_FENCE);
+	wr[0].next = &wr[1];
+	expect_ret(ibv_post_send(s->qp[RC_FENCE], wr, &bad), 0,
+		   "fence: ibv_post_send RDMA READ 512 KiB, then a fenced RDMA WRITE of the same buffer");
+	expect_send_wc(s->cq, 1500, IBV_WC_RDMA_READ, "fence: RDMA READ");
+	expect_send_wc(s->cq, 1501, IBV_WC_RDMA_WRITE,
+		       "fence: fenced RDMA WRITE");
+	badr = check_pattern(s->buf + OFF_FENCE_LOCAL, FENCE_LEN,
+			     3 - s->me + 80);
+	tap(badr < 0, "fence: the READ brought the peer's bytes (first bad byte %ld)",
+	    badr);
+	barrier(s, 31);
+
+	badw = check_pattern(s->buf + OFF_FENCE_DST, FENCE_LEN, s->me + 80);
+	stale = badw >= 0 && s->buf[OFF_FENCE_DST + badw] ==
+			     pattern_byte(3 - s->me + 90, badw);
+	tap(badw < 0,
+	    "fence: the peer's fenced WRITE carried what its READ had brought (first bad byte %ld%s)",
+	    badw, stale ? ", from the stale buffer" : "");
+	barrier(s, 32);
+}
+
+/*
+ * RD1_NUM READs posted at once on a QP with max_rd_atomic and
+ * max_dest_rd_atomic 1. The peer's responder refuses a READ that comes
+ * while it still sends an older one's response (IBV_WC_REM_INV_REQ_ERR
+ * here), so a requester that let a second one out early would fail.
+ */
+static void step_rd_atomic(struct side *s)
+{
+	struct ibv_qp *qp = s->qp[RC_RD1];
+	struct ibv_send_wr wr[RD1_NUM], *bad;
+	struct ibv_sge sge[RD1_NUM];
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a = {};
+	int i, ret, ok = 0;
+	long badb;
+
+	ret = ibv_query_qp(qp, &a, IBV_QP_MAX_QP_RD_ATOMIC |
+			   IBV_QP_MAX_DEST_RD_ATOMIC, &init);
+	tap(!ret && a.max_rd_atomic == 1 && a.max_dest_rd_atomic == 1,
+	    "rd_atomic: the QP has max_rd_atomic %u, max_dest_rd_atomic %u (expected 1, 1)",
+	    a.max_rd_atomic, a.max_dest_rd_atomic);
+	fill(s->buf + OFF_RD1_SRC, RD1_NUM * RD1_LEN, s->me + 110);
+	memset(s->buf + OFF_RD1_DST, 0xee, RD1_NUM * RD1_LEN);
+	barrier(s, 33);
+
+	for (i = 0; i < RD1_NUM; i++) {
+		sge[i] = sge_at(s, OFF_RD1_DST + i * RD1_LEN, RD1_LEN);
+		wr[i] = rdma_wr(1600 + i, IBV_WR_RDMA_READ,
+				s->peer.addr + OFF_RD1_SRC + i * RD1_LEN,
+				s->peer.rkey, &sge[i], IBV_SEND_SIGNALED);
+		wr[i].next = i + 1 < RD1_NUM ? &wr[i + 1] : NULL;
+	}
+	expect_ret(ibv_post_send(qp, wr, &bad), 0,
+		   "rd_atomic: ibv_post_send 32 RDMA READs of 16 KiB at once");
+	for (i = 0; i < RD1_NUM; i++) {
+		struct ibv_wc wc = {};
+		bool got = wait_wc(s->cq, 1600 + i, &wc);
+
+		if (got && wc.status == IBV_WC_SUCCESS &&
+		    wc.opcode == IBV_WC_RDMA_READ)
+			ok++;
+		else
+			diag("rd_atomic: READ %d: %s", i,
+			     got ? ibv_wc_status_str(wc.status) :
+				   "no completion");
+	}
+	tap(ok == RD1_NUM, "rd_atomic: all 32 READs complete (%d)", ok);
+	badb = check_pattern(s->buf + OFF_RD1_DST, RD1_NUM * RD1_LEN,
+			     3 - s->me + 110);
+	tap(badb < 0, "rd_atomic: the 32 READs brought the peer's 512 KiB (first bad byte %ld)",
+	    badb);
+	barrier(s, 34);
+}
+
+/*
+ * UNSIG_ROUNDS rounds of a full send queue of WRITEs, only the last of
+ * each signaled: one completion per round, and the slots of the silent
+ * ones free for the next (four times the queue's depth in all).
+ */
+static void step_unsignaled(struct side *s)
+{
+	struct ibv_qp *qp = s->qp[RC_UNSIG];
+	struct ibv_send_wr wr[UNSIG_SQ], *bad;
+	struct ibv_sge sge[UNSIG_SQ];
+	struct ibv_wc wc[UNSIG_MAX_WC];
+	struct ibv_qp_init_attr init = {};
+	struct ibv_qp_attr a;
+	int r, i, n = 0, got, ret = 0, ok = 0;
+	double deadline;
+	long badb;
+
+	tap(!ibv_query_qp(qp, &a, IBV_QP_CAP, &init) && !init.sq_sig_all,
+	    "unsignaled: the QP signals only the work requests that ask (sq_sig_all %d)",
+	    init.sq_sig_all);
+	fill(s->buf + OFF_UNSIG_SRC, UNSIG_ROUNDS * UNSIG_SQ * UNSIG_LEN,
+	     s->me + 120);
+	memset(s->buf + OFF_UNSIG_DST, 0, UNSIG_ROUNDS * UNSIG_SQ * UNSIG_LEN);
+	barrier(s, 35);
+
+	for (r = 0; r < UNSIG_ROUNDS && !ret; r++) {
+		for (i = 0; i < UNSIG_SQ; i++) {
+			size_t off = (r * UNSIG_SQ + i) * UNSIG_LEN;
+
+			sge[i] = sge_at(s, OFF_UNSIG_SRC + off, UNSIG_LEN);
+			wr[i] = rdma_wr(1700 + r * UNSIG_SQ + i,
+					IBV_WR_RDMA_WRITE,
+					s->peer.addr + OFF_UNSIG_DST + off,
+					s->peer.rkey, &sge[i],
+					i == UNSIG_SQ - 1 ? IBV_SEND_SIGNALED :
+							    0);
+			wr[i].next = i + 1 < UNSIG_SQ ? &wr[i + 1] : NULL;
+		}
+		ret = ibv_post_send(qp, wr, &bad);
+		if (ret)
+			break;
+		/* This round's completion, before the queue is posted again. */
+		got = poll_n(s->cq_unsig, wc + n, 1, TIMEOUT);
+		if (got < 1)
+			break;
+		n++;
+	}
+	expect_ret(ret, 0,
+		   "unsignaled: ibv_post_send 4 x (15 unsignaled RDMA WRITEs and a signaled one) on a 16-deep send queue");
+	/* Nothing else may come. */
+	deadline = now_sec() + 0.2;
+	while (now_sec() < deadline && n < UNSIG_MAX_WC) {
+		got = ibv_poll_cq(s->cq_unsig, 1, wc + n);
+		if (got > 0)
+			n++;
+		else
+			usleep(1000);
+	}
+	for (i = 0; i < n; i++) {
+		if (i < UNSIG_ROUNDS && wc[i].status == IBV_WC_SUCCESS &&
+		    wc[i].opcode == IBV_WC_RDMA_WRITE &&
+		    wc[i].wr_id == 1700 + (uint64_t)i * UNSIG_SQ + UNSIG_SQ - 1)
+			ok++;
+		else
+			diag("unsignaled: completion %d: wr_id %llu, %s", i,
+			     (unsigned long long)wc[i].wr_id,
+			     ibv_wc_status_str(wc[i].status));
+	}
+	tap(n == UNSIG_ROUNDS && ok == UNSIG_ROUNDS,
+	    "unsignaled: exactly the 4 signaled WRITEs completed (%d completions, %d of them right)",
+	    n, ok);
+	barrier(s, 36);
+	badb = check_pattern(s->buf + OFF_UNSIG_DST,
+			     UNSIG_ROUNDS * UNSIG_SQ * UNSIG_LEN,
+			     3 - s->me + 120);
+	tap(badb < 0, "unsignaled: the peer's 64 WRITEs all landed (first bad byte %ld)",
+	    badb);
+}
+
+/*
+ * A CQ armed for solicited completions: the peer's plain SEND completes a
+ * receive but raises no event; its solicited SEND does.
+ */
+static void step_solicited(struct side *s)
+{
+	struct pollfd pfd = { .fd = s->ch_sol->fd, .events = POLLIN };
+	struct ibv_qp *qp = s->qp[RC_SOLICIT];
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
+	struct ibv_cq *ev_cq = NULL;
+	void *ev_ctx = NULL;
+	struct ibv_sge sge;
+	struct ibv_wc wc = {};
+	uint8_t ref[2000];
+	int ret, ev;
+	bool got;
+
+	ret = post_recv_at(s, qp, 1800, OFF_MISC_RX, 4096);
+	if (!ret)
+		ret = post_recv_at(s, qp, 1801, OFF_MISC_RX + 4096, 4096);
+	expect_ret(ret, 0, "solicited: ibv_post_recv x 2");
+	expect_ret(ibv_req_notify_cq(s->cq_sol, 1), 0,
+		   "solicited: ibv_req_notify_cq for solicited completions only");
+	fill(s->buf + OFF_SEND_TX, 2 * 1000, s->me + 130);
+	barrier(s, 37);
+
+	wr.wr_id = 1810;
+	sge = sge_at(s, OFF_SEND_TX, 1000);
+	expect_ret(post_one(qp, &wr, &sge, 1), 0,
+		   "solicited: ibv_post_send a SEND without IBV_SEND_SOLICITED");
+	expect_send_wc(s->cq2, 1810, IBV_WC_SEND, "solicited: plain SEND");
+	/* The peer's SEND completed too: its receive is in our CQ. */
+	barrier(s, 38);
+	ev = poll(&pfd, 1, SOL_QUIET_MS);
+	tap(ev == 0, "solicited: no completion event within %d ms of the peer's plain SEND (poll %d)",
+	    SOL_QUIET_MS, ev);
+	got = wait_wc(s->cq_sol, 1800, &wc);
+	tap(got && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+	    wc.byte_len == 1000 &&
+	    check_pattern(s->buf + OFF_MISC_RX, 1000, 3 - s->me + 130) < 0,
+	    "solicited: ... though its receive completed (%s, %u bytes)",
+	    got ? ibv_wc_status_str(wc.status) : "no completion",
+	    wc.byte_len);
+	if (ev == 1 && !ibv_get_cq_event(s->ch_sol, &ev_cq, &ev_ctx))
+		ibv_ack_cq_events(ev_cq, 1);
+	barrier(s, 39);
+
+	wr = (struct ibv_send_wr){ .wr_id = 1811, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SOLICITED };
+	sge = sge_at(s, OFF_SEND_TX + 1000, 1000);
+	expect_ret(post_one(qp, &wr, &sge, 1), 0,
+		   "solicited: ibv_post_send a SEND with IBV_SEND_SOLICITED");
+	ev_cq = NULL;
+	tap(poll(&pfd, 1, (int)(TIMEOUT * 1000)) == 1 &&
+	    !ibv_get_cq_event(s->ch_sol, &ev_cq, &ev_ctx) &&
+	    ev_cq == s->cq_sol && ev_ctx == s,
+	    "solicited: the peer's solicited SEND raises the event");
+	if (ev_cq)
+		ibv_ack_cq_events(ev_cq, 1);
+	memset(&wc, 0, sizeof(wc));
+	got = wait_wc(s->cq_sol, 1801, &wc);
+	fill(ref, sizeof(ref), 3 - s->me + 130);
+	tap(got && wc.status == IBV_WC_SUCCESS && wc.byte_len == 1000 &&
+	    !memcmp(s->buf + OFF_MISC_RX + 4096, ref + 1000, 1000),
+	    "solicited: ... and its receive is there (%s, %u bytes)",
+	    got ? ibv_wc_status_str(wc.status) : "no completion",
+	    wc.byte_len);
+	expect_send_wc(s->cq2, 1811, IBV_WC_SEND, "solicited: solicited SEND");
+	barrier(s, 40);
+}
+
+/*
+ * RNR, the client the requester: a SEND to a QP with no receive posted
+ * fails at the first RNR NAK with rnr_retry 0, the QP goes to the error
+ * state and flushes the rest, before and after; the responder's QP is not
+ * hurt. With rnr_retry 7 the SEND waits until the receive is posted.
+ */
+static void step_rnr(struct side *s)
+{
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_sge sge[2];
+	struct ibv_wc wc = {};
+	long long before, v;
+	enum ibv_qp_state st;
+	const char *counter = s->me == 1 ? "rnr_naks_tx" : "rnr_naks_rx";
+	bool got;
+
+	before = hw_counter(s, counter);
+	fill(s->buf + OFF_SEND_TX, 3000, s->me + 140);
+	barrier(s, 50);
+	if (s->me == 2) {
+		struct ibv_qp *qp = s->qp[RC_RNR];
+
+		sge[0] = sge_at(s, OFF_SEND_TX, 100);
+		sge[1] = sge_at(s, OFF_SEND_TX + 100, 100);
+		wr[0] = (struct ibv_send_wr){ .wr_id = 1900, .sg_list = &sge[0],
+					      .num_sge = 1, .next = &wr[1],
+					      .opcode = IBV_WR_SEND,
+					      .send_flags = IBV_SEND_SIGNALED };
+		wr[1] = wr[0];
+		wr[1].wr_id = 1901;
+		wr[1].sg_list = &sge[1];
+		wr[1].next = NULL;
+		expect_ret(ibv_post_send(qp, wr, &bad), 0,
+			   "rnr: ibv_post_send 2 SENDs to a QP with no receive posted, rnr_retry 0");
+		got = wait_wc(s->cq, 1900, &wc);
+		tap(got && wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
+		    "rnr: the first completes with an RNR retry exceeded error (%s)",
+		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		got = wait_wc(s->cq, 1901, &wc);
+		tap(got && wc.status == IBV_WC_WR_FLUSH_ERR,
+		    "rnr: ... the second is flushed (%s)",
+		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		st = qp_state(qp);
+		tap(st == IBV_QPS_ERR, "rnr: the QP is in the error state (%d)",
+		    st);
+		wr[0].wr_id = 1902;
+		wr[0].next = NULL;
+		expect_ret(ibv_post_send(qp, wr, &bad), 0,
+			   "rnr: ibv_post_send a SEND on the QP in error");
+		got = wait_wc(s->cq, 1902, &wc);
+		tap(got && wc.status == IBV_WC_WR_FLUSH_ERR,
+		    "rnr: ... it is flushed (%s)",
+		    got ? ibv_wc_status_str(wc.status) : "no completion");
+	}
+	barrier(s, 51);
+	v = counter_grew(s, counter, before);
+	tap(v >= 0, "rnr: %s counted the RNR NAK (%lld before, %lld after)",
+	    counter, before, v);
+	if (s->me == 1) {
+		st = qp_state(s->qp[RC_RNR]);
+		tap(st == IBV_QPS_RTS,
+		    "rnr: the responder's QP stays ready to send (%d)", st);
+	}
+
+	/* The receive comes RNR_DELAY_US after the SEND. */
+	before = hw_counter(s, counter);
+	barrier(s, 52);
+	if (s->me == 2) {
+		double t0 = now_sec(), waited;
+
+		wr[0] = (struct ibv_send_wr){ .wr_id = 1910,
+					      .opcode = IBV_WR_SEND };
+		sge[0] = sge_at(s, OFF_SEND_TX, 3000);
+		expect_ret(post_one(s->qp[RC_RNR_WAIT], &wr[0], &sge[0], 1), 0,
+			   "rnr: ibv_post_send a 3000 B SEND to a QP with no receive posted, rnr_retry 7");
+		memset(&wc, 0, sizeof(wc));
+		got = wait_wc(s->cq, 1910, &wc);
+		waited = now_sec() - t0;
+		tap(got && wc.status == IBV_WC_SUCCESS &&
+		    wc.opcode == IBV_WC_SEND,
+		    "rnr: ... it completes once the receive is posted (%s)",
+		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		tap(waited >= RNR_DELAY_US / 2 / 1e6,
+		    "rnr: ... after waiting for it (%.0f ms, the receive came after %d ms)",
+		    waited * 1000, RNR_DELAY_US / 1000);
+	} else {
+		usleep(RNR_DELAY_US);
+		expect_ret(post_recv_at(s, s->qp[RC_RNR_WAIT], 1911, OFF_MISC_RX,
+					4096), 0,
+			   "rnr: ibv_post_recv 150 ms after the peer's SEND");
+		memset(&wc, 0, sizeof(wc));
+		got = wait_wc(s->cq, 1911, &wc);
+		tap(got && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
+		    check_pattern(s->buf + OFF_MISC_RX, 3000,
+				  3 - s->me + 140) < 0,
+		    "rnr: the SEND lands in the late receive (%s, %u bytes)",
+		    got ? ibv_wc_status_str(wc.status) : "no completion",
+		    wc.byte_len);
+	}
+	barrier(s, 53);
+	v = counter_grew(s, counter, before);
+	tap(v >= 0, "rnr: %s counted RNR NAKs while the SEND waited (%lld before, %lld after)",
+	    counter, before, v);
+}
+
+static bool qp_event(enum ibv_event_type type)
+{
+	switch (type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The first async event of each of the @n QPs @qp (in @type, -1 for none)
+ * within @timeout seconds; events of other QPs are skipped.
+ */
+static void qp_events(struct side *s, struct ibv_qp *const *qp, int n,
+		      int *type, double timeout)
+{
+	double deadline = now_sec() + timeout;
+	struct pollfd pfd = { .fd = s->ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int i, left = n;
+
+	for (i = 0; i < n; i++)
+		type[i] = -1;
+	while (left && now_sec() < deadline) {
+		if (poll(&pfd, 1, 100) != 1)
+			continue;
+		if (ibv_get_async_event(s->ctx, &ev))
+			return;
+		ibv_ack_async_event(&ev);
+		for (i = 0; i < n && qp_event(ev.event_type); i++) {
+			if (ev.element.qp != qp[i] || type[i] >= 0)
+				continue;
+			type[i] = ev.event_type;
+			left--;
+		}
+	}
+}
+
+/*
+ * The client, with a valid rkey of each of the server's three MRs, does
+ * what that MR does not allow (after something it does, which must
+ * work): remote access errors, nothing changed on either side; the
+ * server's QPs go to the error state with a local access violation event.
+ * That event is the responder's: the requester learns of the error from
+ * its completion and gets none.
+ */
+static void step_access(struct side *s)
+{
+	static const char *const what[NUM_ACC] = {
+		[ACC_NO_WRITE] = "RDMA WRITE to the MR without remote write",
+		[ACC_NO_READ] = "RDMA READ from the MR without remote read",
+		[ACC_NO_ATOMIC] = "FETCH_AND_ADD on the MR without remote atomic",
+	};
+	static const char *const allowed[NUM_ACC] = {
+		[ACC_NO_WRITE] = "RDMA READ from the MR without remote write",
+		[ACC_NO_READ] = "FETCH_AND_ADD 0 on the MR without remote read",
+		[ACC_NO_ATOMIC] = "RDMA READ from the MR without remote atomic",
+	};
+	char msg[128];
+	static const int qpi[NUM_ACC] = { RC_ACC_WRITE, RC_ACC_READ,
+					  RC_ACC_ATOMIC };
+	uint64_t *res = (uint64_t *)(s->buf + OFF_ACC_LOCAL + 1024);
+	uint8_t *local = s->buf + OFF_ACC_LOCAL;
+	struct ibv_qp *qps[NUM_ACC];
+	uint8_t ref[ACC_LEN];
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	int i, type[NUM_ACC];
+	bool got;
+
+	barrier(s, 55);
+	for (i = 0; i < NUM_ACC && s->me == 2; i++) {
+		struct ibv_qp *qp = s->qp[qpi[i]];
+		uint64_t addr = s->peer.acc_addr[i];
+		uint32_t rkey = s->peer.acc_rkey[i];
+
+		fill(ref, sizeof(ref), 1 + 100 + i);
+		/* What the MR allows: a READ, or an atomic adding 0. */
+		memset(local, 0xee, 256);
+		*res = ~0ULL;
+		if (i == ACC_NO_READ) {
+			sge = sge_at(s, OFF_ACC_LOCAL + 1024, 8);
+			wr = (struct ibv_send_wr){
+				.wr_id = 2000 + 10 * i,
+				.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD };
+			wr.wr.atomic.remote_addr = addr + 2048;
+			wr.wr.atomic.rkey = rkey;
+			wr.wr.atomic.compare_add = 0;
+		} else {
+			sge = sge_at(s, OFF_ACC_LOCAL, 256);
+			wr = rdma_wr(2000 + 10 * i, IBV_WR_RDMA_READ, addr,
+				     rkey, &sge, 0);
+		}
+		snprintf(msg, sizeof(msg), "access: ibv_post_send %s",
+			 allowed[i]);
+		expect_ret(post_one(qp, &wr, &sge, 1), 0, msg);
+		memset(&wc, 0, sizeof(wc));
+		got = wait_wc(s->cq, 2000 + 10 * i, &wc);
+		tap(got && wc.status == IBV_WC_SUCCESS &&
+		    (i == ACC_NO_READ ? !memcmp(res, ref + 2048, 8) :
+					!memcmp(local, ref, 256)),
+		    "access: ... the rkey works for what the MR allows (%s)",
+		    got ? ibv_wc_status_str(wc.status) : "no completion");
+
+		/* And what it does not. */
+		memset(local, 0xee, 256);
+		*res = ~0ULL;
+		if (i == ACC_NO_ATOMIC) {
+			sge = sge_at(s, OFF_ACC_LOCAL + 1024, 8);
+			wr = (struct ibv_send_wr){
+				.wr_id = 2001 + 10 * i,
+				.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD };
+			wr.wr.atomic.remote_addr = addr;
+			wr.wr.atomic.rkey = rkey;
+			wr.wr.atomic.compare_add = 1;
+		} else {
+			sge = sge_at(s, i == ACC_NO_READ ? OFF_ACC_LOCAL :
+						      OFF_SEND_TX, 256);
+			wr = rdma_wr(2001 + 10 * i, i == ACC_NO_READ ?
+				     IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+				     addr, rkey, &sge, 0);
+		}
+		snprintf(msg, sizeof(msg), "access: ibv_post_send %s", what[i]);
+		expect_ret(post_one(qp, &wr, &sge, 1), 0, msg);
+		memset(&wc, 0, sizeof(wc));
+		got = wait_wc(s->cq, 2001 + 10 * i, &wc);
+		tap(got && wc.status == IBV_WC_REM_ACCESS_ERR,
+		    "access: ... completes with a remote access error (%s)",
+		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		if (i == ACC_NO_READ) {
+			int j = 0;
+
+			while (j < 256 && local[j] == 0xee)
+				j++;
+			tap(j == 256,
+			    "access: ... and brought nothing here (first changed byte %d)",
+			    j < 256 ? j : -1);
+		} else if (i == ACC_NO_ATOMIC) {
+			tap(*res == ~0ULL,
+			    "access: ... and returned nothing here (0x%llx)",
+			    (unsigned long long)*res);
+		}
+	}
+	for (i = 0; i < NUM_ACC; i++)
+		qps[i] = s->qp[qpi[i]];
+	if (s->me == 2) {
+		qp_events(s, qps, NUM_ACC, type, 0.3);
+		tap(type[0] < 0 && type[1] < 0 && type[2] < 0,
+		    "access: no async event for the requester's QPs (%s, %s, %s)",
+		    type[0] < 0 ? "none" : ibv_event_type_str(type[0]),
+		    type[1] < 0 ? "none" : ibv_event_type_str(type[1]),
+		    type[2] < 0 ? "none" : ibv_event_type_str(type[2]));
+	}
+	barrier(s, 56);
+	if (s->me != 1)
+		return;
+	qp_events(s, qps, NUM_ACC, type, TIMEOUT);
+	for (i = 0; i < NUM_ACC; i++) {
+		long badb = check_pattern(s->acc_buf[i], ACC_LEN,
+					  s->me + 100 + i);
+		enum ibv_qp_state st;
+
+		tap(badb < 0, "access: the refused %s changed nothing (first bad byte %ld)",
+		    what[i], badb);
+		tap(type[i] == IBV_EVENT_QP_ACCESS_ERR,
+		    "access: ... and gave its QP here a local access violation event (%s)",
+		    type[i] >= 0 ? ibv_event_type_str(type[i]) : "none");
+		st = qp_state(qps[i]);
+		tap(st == IBV_QPS_ERR,
+		    "access: ... and the error state (%d)", st);
+	}
+}
+
 static void teardown(struct side *s)
 {
 	int i, ret = 0;
@@ -983,7 +1715,14 @@ static void teardown(struct side *s)
 	ret |= ibv_destroy_cq(s->cq);
 	ret |= ibv_destroy_cq(s->cq2);
 	ret |= ibv_destroy_cq(ibv_cq_ex_to_cq(s->cqx));
+	ret |= ibv_destroy_cq(s->cq_sol);
+	ret |= ibv_destroy_cq(s->cq_unsig);
 	ret |= ibv_destroy_comp_channel(s->ch);
+	ret |= ibv_destroy_comp_channel(s->ch_sol);
+	for (i = 0; i < NUM_ACC; i++) {
+		ret |= ibv_dereg_mr(s->acc_mr[i]);
+		free(s->acc_buf[i]);
+	}
 	ret |= ibv_dereg_mr(s->mr);
 	ret |= ibv_dealloc_pd(s->pd);
 	ret |= ibv_close_device(s->ctx);
@@ -1022,6 +1761,12 @@ int main(int argc, char **argv)
 	step_event(&s);
 	step_wr_api(&s);
 	step_remote_error(&s);
+	step_fence(&s);
+	step_rd_atomic(&s);
+	step_unsignaled(&s);
+	step_solicited(&s);
+	step_rnr(&s);
+	step_access(&s);
 	teardown(&s);
 	close(s.sock);
 	free(s.buf);

@@ -12,7 +12,19 @@
 #                  (tests/verbs_objects.c), on one device
 #   pair           RC SEND/RECV, RDMA WRITE/READ, atomics, SRQ, UD, events,
 #                  the ibv_wr_* API, remote errors between the two hosts
-#                  (tests/verbs_pair.c), data checked byte for byte
+#                  (tests/verbs_pair.c), data checked byte for byte; and
+#                  the verbs' rules: a fenced WRITE after a 512 KiB READ
+#                  carries the READ's data; 32 READs at max_rd_atomic 1
+#                  (the responder, at 1 too, refuses any excess); only
+#                  signaled WRITEs complete on a sq_sig_all=0 QP, all land;
+#                  a CQ armed for solicited completions stays quiet for a
+#                  plain SEND, wakes for a solicited one; RNR: rnr_retry 0
+#                  fails (RNR_RETRY_EXC_ERR, QP in error, the rest flushed),
+#                  rnr_retry 7 waits for a late receive (rnr_naks_rx/tx
+#                  counted); an MR without remote write, read or atomic
+#                  refuses that one (REM_ACCESS_ERR, nothing changed, the
+#                  responder's QP in error with the access event, the
+#                  requester's without)
 #   rc_pingpong, rc_pingpong_events, rc_pingpong_new_send, ud_pingpong,
 #   srq_pingpong   ibverbs-utils' examples, server in mrva, client in mrvb,
 #                  with received-buffer validation (-c)
