@@ -9,6 +9,14 @@
 #   ucx_rc          ucx_perftest tag-matching bandwidth (64 KiB) over UCX's
 #                   rc_verbs between mrs0 and mrs1: both sides exit 0
 #   ucx_ud          ucx_perftest tag-matching latency (8 B) over ud_verbs
+#   ucx_tcp         the same two runs over UCX's tcp transport between the
+#                   same namespaces, for comparison: all four sides exit 0
+#                   and the devices carry nothing
+#   ucx_rxe         the same two runs over rc_verbs and ud_verbs on rxe, for
+#                   comparison: two hosts of fabric.sh's mr_rxe_star (see
+#                   mpi_rxe), both sides of each exit 0, both rxe devices
+#                   sent packets and the router forwarded all of them; the
+#                   figures of the three transports are logged as a table
 #   mpi             mpirun starts one rank per host (mpi_agent.sh enters
 #                   the host's namespace; mpi_rank.sh points UCX at its
 #                   device) and mr_coll runs MPI_Allreduce and
@@ -72,20 +80,35 @@ devstats() { # WHEN: every host's device counters to $MR_TMP/NS.WHEN
 	done
 }
 
-# ucx_pair NAME TLS TEST SIZE ITERS: ucx_perftest between mrs1 (server)
-# and mrs0 over TLS; the client's output is in $MR_TMP/NAME.client.
+# listening NS PORT: something listens on TCP PORT in NS ("": the initial
+# namespace).
+listening() {
+	local ns=()
+	[[ -z $1 ]] || ns=(ip netns exec "$1")
+	[[ -n $("${ns[@]}" ss -Htln "sport = :$2") ]]
+}
+
+# The two sides of ucx_pair: the commands that start each (the rest of the
+# command line follows), the namespace where the server listens ("": the
+# initial one) and its address. By default the server is mrs1 and the
+# client mrs0, UCX pointed at their devices and netdevs by mpi_rank.sh.
+UCX_SRV=(ip netns exec mrs1 "$HERE/mpi_rank.sh")
+UCX_CLI=(ip netns exec mrs0 "$HERE/mpi_rank.sh")
+UCX_SRV_NS=mrs1 UCX_SRV_IP=10.60.1.1
+
+# ucx_pair NAME TLS TEST SIZE ITERS: ucx_perftest between the server and
+# the client (UCX_SRV, UCX_CLI) over UCX's transports TLS; the client's
+# output is in $MR_TMP/NAME.client, its Final line in $MR_TMP/NAME.final.
 ucx_pair() {
-	local name=$1 tls=$2 test=$3 size=$4 iters=$5 srv rc=0
-	ip netns exec mrs1 env UCX_TLS="$tls" "$HERE/mpi_rank.sh" \
-		timeout 120 ucx_perftest -t "$test" -s "$size" -n "$iters" \
-		-p "$UCX_PORT" >"$MR_TMP/$name.server" 2>&1 </dev/null &
+	local name=$1 tls=$2 srv rc=0 cmd
+	cmd=(timeout 120 ucx_perftest -t "$3" -s "$4" -n "$5" -p "$UCX_PORT")
+	UCX_TLS=$tls "${UCX_SRV[@]}" "${cmd[@]}" >"$MR_TMP/$name.server" \
+		2>&1 </dev/null &
 	srv=$!
 	mr_defer kill "$srv"
-	assert_wait "ucx_perftest listens" 30 mr_tcp_listening mrs1 "$UCX_PORT"
-	ip netns exec mrs0 env UCX_TLS="$tls" "$HERE/mpi_rank.sh" \
-		timeout 120 ucx_perftest -t "$test" -s "$size" -n "$iters" \
-		-p "$UCX_PORT" 10.60.1.1 >"$MR_TMP/$name.client" 2>&1 </dev/null ||
-		rc=$?
+	assert_wait "ucx_perftest listens" 30 listening "$UCX_SRV_NS" "$UCX_PORT"
+	UCX_TLS=$tls "${UCX_CLI[@]}" "${cmd[@]}" "$UCX_SRV_IP" \
+		>"$MR_TMP/$name.client" 2>&1 </dev/null || rc=$?
 	wait "$srv" || rc=$((rc ? rc : $?))
 	if ((rc)); then
 		tail -n 15 "$MR_TMP/$name.client" "$MR_TMP/$name.server"
@@ -95,16 +118,87 @@ ucx_pair() {
 		mr_fail "$name: no Final line"
 }
 
+# ucx_bw NAME LABEL / ucx_lat NAME LABEL: logs run NAME's bandwidth (MB/s)
+# or latency (half a round trip, median and average, us). Final:
+# iterations, latency 50%/average/overall, MB/s average/overall, msg/s.
+ucx_bw() {
+	mr_log "$2 tag_bw 64 KiB: $(awk '{ print $7 }' "$MR_TMP/$1.final") MB/s"
+}
+ucx_lat() {
+	mr_log "$2 tag_lat 8 B: median $(awk '{ print $3 }' "$MR_TMP/$1.final") us," \
+		"average $(awk '{ print $4 }' "$MR_TMP/$1.final") us"
+}
+
+# ucx_table: the ucx_perftest figures of the transports that ran, one row
+# each: bandwidth of 64 KiB messages (MB/s), 8 B latency median and
+# average (us), and bandwidth and median latency as a ratio of the
+# device's.
+ucx_table() {
+	local row bw lat
+	mr_log "ucx_perftest   tag_bw_MB/s  tag_lat_median_us  tag_lat_avg_us" \
+		" bw/metaroce  lat/metaroce"
+	for row in "metaroce ucx_rc ucx_ud" "rxe ucx_rxe_rc ucx_rxe_ud" \
+		"tcp ucx_tcp_bw ucx_tcp_lat"; do
+		read -r row bw lat <<<"$row"
+		[[ -s $MR_TMP/$bw.final && -s $MR_TMP/$lat.final ]] || continue
+		cat "$MR_TMP/$bw.final" "$MR_TMP/$lat.final" \
+			"$MR_TMP/ucx_rc.final" "$MR_TMP/ucx_ud.final" 2>/dev/null |
+			awk -v t="$row" '{ f[NR] = $0 } END {
+				split(f[1], b); split(f[2], l); split(f[3], mb)
+				split(f[4], ml)
+				printf "%-14s %11s  %17s  %14s  %11s  %12s\n", t,
+					b[7], l[3], l[4],
+					NR == 4 ? sprintf("%.2f", b[7] / mb[7]) : "-",
+					NR == 4 ? sprintf("%.2f", l[3] / ml[3]) : "-" }'
+	done
+}
+
 ucx_rc() {
 	ucx_pair ucx_rc rc_verbs,ud_verbs,self tag_bw 65536 500
-	# Final: iterations, latency 50%/avg/overall, MB/s avg/overall, msg/s
-	mr_log "rc_verbs tag_bw 64 KiB: $(awk '{ print $7 }' "$MR_TMP/ucx_rc.final") MB/s"
+	ucx_bw ucx_rc rc_verbs
 }
 
 ucx_ud() {
 	ucx_pair ucx_ud ud_verbs,self tag_lat 8 2000
-	mr_log "ud_verbs tag_lat 8 B: median $(awk '{ print $3 }' "$MR_TMP/ucx_ud.final") us," \
-		"average $(awk '{ print $4 }' "$MR_TMP/ucx_ud.final") us"
+	ucx_lat ucx_ud ud_verbs
+}
+
+# The same two runs over UCX's tcp transport (over the namespaces' netdevs:
+# mpi_rank.sh names them in UCX_NET_DEVICES); the devices carry nothing.
+ucx_tcp() {
+	local d
+	devstats ucx_tcp.before
+	ucx_pair ucx_tcp_bw tcp,self tag_bw 65536 500
+	ucx_bw ucx_tcp_bw tcp
+	ucx_pair ucx_tcp_lat tcp,self tag_lat 8 2000
+	ucx_lat ucx_tcp_lat tcp
+	devstats ucx_tcp.after
+	for d in $(segments ucx_tcp); do
+		((d == 0)) || mr_fail "a device carried $d segments of a TCP run"
+	done
+}
+
+# The same two runs over rc_verbs and ud_verbs on rxe: mrx1 (server) and
+# mrx0 (client) of mr_rxe_star, both in the initial namespace (see
+# coll_rxe), UCX pointed at each device and its GID for its address.
+ucx_rxe() {
+	local i gidx=()
+	mr_rxe_star 2
+	for i in 0 1; do
+		gidx[i]=$(mr_gid_index "mrx$i" "${MR_RXE_IPS[i]}")
+	done
+	UCX_SRV=(env UCX_NET_DEVICES=mrx1:1 UCX_IB_GID_INDEX="${gidx[1]}"
+		UCX_UD_ETH_DGID_CHECK=n)
+	UCX_CLI=(env UCX_NET_DEVICES=mrx0:1 UCX_IB_GID_INDEX="${gidx[0]}"
+		UCX_UD_ETH_DGID_CHECK=n)
+	UCX_SRV_NS="" UCX_SRV_IP=${MR_RXE_IPS[1]}
+	rxe_mark ucx_rxe
+	ucx_pair ucx_rxe_rc rc_verbs,ud_verbs,self tag_bw 65536 500
+	ucx_bw ucx_rxe_rc "rxe rc_verbs"
+	ucx_pair ucx_rxe_ud ud_verbs,self tag_lat 8 2000
+	ucx_lat ucx_rxe_ud "rxe ud_verbs"
+	rxe_check ucx_rxe
+	ucx_table
 }
 
 # coll_diag NAME: after a failed run NAME, the errors the ranks reported
@@ -230,11 +324,38 @@ compare() {
 # rxe_router_pkts: packets the rxe hosts' router received from them.
 rxe_router_pkts() {
 	local i n=0 c
-	for ((i = 0; i < NHOSTS; i++)); do
+	for i in "${!MR_RXE_DEVS[@]}"; do
 		c=$(ip netns exec mrxw cat "/sys/class/net/y$i/statistics/rx_packets")
 		n=$((n + c))
 	done
 	echo "$n"
+}
+
+# rxe_mark NAME / rxe_check NAME: before and after run NAME on the rxe
+# hosts: every rxe device sent packets, and the router received at least
+# as many from them as they sent (none took the shortcut through lo).
+rxe_mark() {
+	local d
+	for d in "${MR_RXE_DEVS[@]}"; do
+		mr_stats "$d" >"$MR_TMP/$d.$1.before"
+	done
+	rxe_router_pkts >"$MR_TMP/$1.fwd"
+}
+rxe_check() {
+	local d fwd sent=0 s bad=""
+	fwd=$(($(rxe_router_pkts) - $(<"$MR_TMP/$1.fwd")))
+	for d in "${MR_RXE_DEVS[@]}"; do
+		mr_stats "$d" >"$MR_TMP/$d.$1.after"
+		s=$(mr_stat_delta "$MR_TMP/$d.$1.before" \
+			"$MR_TMP/$d.$1.after" sent_pkts)
+		((s > 0)) || bad+=" $d"
+		sent=$((sent + s))
+	done
+	mr_log "rxe packets sent: $sent; received by the router: $fwd"
+	[[ -z $bad ]] || mr_fail "sent nothing:$bad (UCX did not use it)"
+	# Every packet crossed the router (ARP adds a few).
+	((fwd >= sent)) ||
+		mr_fail "the router saw $fwd of the $sent packets rxe sent"
 }
 
 # coll_rxe NAME [LOSS]: mr_coll as coll runs it, over rc_verbs on rxe
@@ -244,17 +365,14 @@ rxe_router_pkts() {
 # the destination address at the wrong offset and drop every UD packet
 # (its wireup among them): UCX_UD_ETH_DGID_CHECK=n turns that check off.
 coll_rxe() {
-	local name=$1 loss=${2:-} d i fwd sent=0 s bad=""
+	local name=$1 loss=${2:-} i
 	mr_rxe_star "$NHOSTS"
 	if [[ -n $loss ]]; then
 		for ((i = 0; i < NHOSTS; i++)); do
 			mr_netem mrxw "y$i" loss "$loss"
 		done
 	fi
-	for d in "${MR_RXE_DEVS[@]}"; do
-		mr_stats "$d" >"$MR_TMP/$d.$name.before"
-	done
-	fwd=$(rxe_router_pkts)
+	rxe_mark "$name"
 	# shellcheck disable=SC2086 # MPI_OPTS and RANK_CMD are word lists
 	if ! MR_RANK_DEVS="${MR_RXE_DEVS[*]}" OMPI_ALLOW_RUN_AS_ROOT=1 \
 		OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 \
@@ -268,28 +386,21 @@ coll_rxe() {
 		mr_fail "$name: mpirun failed"
 	fi
 	coll_result "$name"
-	fwd=$(($(rxe_router_pkts) - fwd))
-	for d in "${MR_RXE_DEVS[@]}"; do
-		mr_stats "$d" >"$MR_TMP/$d.$name.after"
-		s=$(mr_stat_delta "$MR_TMP/$d.$name.before" \
-			"$MR_TMP/$d.$name.after" sent_pkts)
-		((s > 0)) || bad+=" $d"
-		sent=$((sent + s))
-	done
-	mr_log "rxe packets sent: $sent; received by the router: $fwd"
-	[[ -z $bad ]] || mr_fail "sent nothing:$bad (UCX did not use it)"
-	# Every packet crossed the router (ARP adds a few).
-	((fwd >= sent)) ||
-		mr_fail "the router saw $fwd of the $sent packets rxe sent"
+	rxe_check "$name"
 }
 
-# router_loss PCT: netem on every router interface towards a host.
+# router_loss PCT: netem on every router interface towards a host (w<i>
+# of each mrs<i>, wr of mrsr), however many hosts there are.
 router_loss() {
-	local dev
-	for dev in w0 w1 w2 wr; do
+	local dev i devs=(wr)
+	for ((i = 0; i < NHOSTS - 1; i++)); do
+		devs+=("w$i")
+	done
+	for dev in "${devs[@]}"; do
 		mr_netem mrsw "$dev" loss "$1"
 		mr_defer ip netns exec mrsw tc qdisc del dev "$dev" root
 	done
+	mr_log "the router drops $1 of what it sends into ${devs[*]}"
 }
 
 mpi() { coll_metaroce mpi; }
@@ -323,6 +434,8 @@ mpi_rxe_loss() {
 mr_setup star mr_star $((NHOSTS - 1))
 mr_run ucx_rc ucx_rc
 mr_run ucx_ud ucx_ud
+mr_run ucx_tcp ucx_tcp
+mr_run ucx_rxe ucx_rxe
 mr_run mpi mpi
 mr_run mpi_tcp mpi_tcp
 mr_run mpi_loss mpi_loss
