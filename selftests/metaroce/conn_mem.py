@@ -11,7 +11,8 @@ Both runs hold the same QPs, CQs, MRs and contexts, so what the second
 takes beyond the first is what its extra connections take, on both hosts
 (each connection is a peer object on A's device and one on B's). Kernel
 memory is unreclaimable slab (which includes large kmallocs) plus vmalloc,
-read after dropping the caches, as scale.sh reads it.
+read after dropping the caches and shrinking the slab caches, as scale.sh
+reads it.
 
 Prints "KEY VALUE" lines: the memory each run added (KiB), the peers each
 device had, and conn_bytes, the memory per connection per host.
@@ -27,10 +28,21 @@ from hostile import Side, peer_entries  # noqa: E402
 
 
 def kmem():
-    """Unreclaimable slab plus vmalloc, KiB, after dropping the caches."""
+    """Unreclaimable slab plus vmalloc, KiB, after dropping the caches and
+    shrinking every slab cache (empty slabs freed, per-CPU partial lists
+    flushed), as scale.sh reads it: otherwise the first run pays for the
+    slabs that the second then fills, and the difference is off by
+    several kB per connection."""
     os.sync()
     with open("/proc/sys/vm/drop_caches", "w", encoding="ascii") as f:
         f.write("3\n")
+    for name in os.listdir("/sys/kernel/slab"):
+        try:
+            with open(f"/sys/kernel/slab/{name}/shrink", "w",
+                      encoding="ascii") as f:
+                f.write("1\n")
+        except OSError:
+            pass
     total = 0
     with open("/proc/meminfo", encoding="ascii") as f:
         for line in f:
