@@ -53,6 +53,9 @@ static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	[MR_CNT_RX_CE_MARKED]		= { .name = "rx_ce_marked" },
 	[MR_CNT_DB_INLINE]		= { .name = "doorbells_inline" },
 	[MR_CNT_DB_DEFERRED]		= { .name = "doorbells_deferred" },
+	[MR_CNT_FAST_REG]		= { .name = "fast_registrations" },
+	[MR_CNT_LOCAL_INV]		= { .name = "local_invalidations" },
+	[MR_CNT_REMOTE_INV]		= { .name = "remote_invalidations" },
 
 	[E(MR_ST_TX_PKTS)]		= { .name = "transport_tx_packets" },
 	[E(MR_ST_TX_BYTES)]		= { .name = "transport_tx_bytes" },

@@ -28,6 +28,9 @@ enum mr_counter {
 	MR_CNT_RX_CE_MARKED,		/* marked by our own receive queue */
 	MR_CNT_DB_INLINE,		/* send-ring doorbells sent in the call */
 	MR_CNT_DB_DEFERRED,		/* ... left to the doorbell workqueue */
+	MR_CNT_FAST_REG,		/* IB_WR_REG_MR executed */
+	MR_CNT_LOCAL_INV,		/* IB_WR_LOCAL_INV executed */
+	MR_CNT_REMOTE_INV,		/* rkeys invalidated by SEND_WITH_INV */
 	MR_NUM_COUNTERS
 };
 

@@ -262,9 +262,13 @@ again:
 		 * A local invalidate takes effect when everything posted
 		 * before it is done: now, as it is retired in order.
 		 */
-		if (opcode == IB_WR_LOCAL_INV && wc.status == IB_WC_SUCCESS &&
-		    mr_mem_invalidate(qp->dev, qp->ibqp.pd, ex))
-			wc.status = IB_WC_LOC_PROT_ERR;
+		if (opcode == IB_WR_LOCAL_INV && wc.status == IB_WC_SUCCESS) {
+			if (mr_mem_invalidate(qp->dev, qp->ibqp.pd, ex))
+				wc.status = IB_WC_LOC_PROT_ERR;
+			else
+				mr_counter_add(qp->dev->counters,
+					       MR_CNT_LOCAL_INV, 1);
+		}
 		wc.opcode = mr_wc_opcode(opcode);
 		wc.qp = &qp->ibqp;
 		wc.port_num = 1;
@@ -451,9 +455,13 @@ static void mr_qp_recv_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe)
 	} else if (cqe->inv_valid) {
 		wc.ex.invalidate_rkey = cqe->imm;
 		wc.wc_flags |= IB_WC_WITH_INVALIDATE;
-		if (wc.status == IB_WC_SUCCESS &&
-		    mr_mem_invalidate(qp->dev, qp->ibqp.pd, cqe->imm))
-			wc.status = IB_WC_REM_INV_REQ_ERR;
+		if (wc.status == IB_WC_SUCCESS) {
+			if (mr_mem_invalidate(qp->dev, qp->ibqp.pd, cqe->imm))
+				wc.status = IB_WC_REM_INV_REQ_ERR;
+			else
+				mr_counter_add(qp->dev->counters,
+					       MR_CNT_REMOTE_INV, 1);
+		}
 	}
 	if (!qp->ibqp.srq) {
 		spin_lock_irqsave(&qp->rq_lock, flags);
@@ -546,6 +554,8 @@ static void mr_qp_local(struct mr_ibqp *qp, struct mr_swqe *wqe)
 
 		if (mr_mem_fast_reg(qp->dev, qp->ibqp.pd, &reg))
 			wqe->status = IB_WC_MW_BIND_ERR;
+		else
+			mr_counter_add(qp->dev->counters, MR_CNT_FAST_REG, 1);
 	}
 	WRITE_ONCE(wqe->done, true);
 }

@@ -274,10 +274,11 @@ rd() {
 }
 
 write_read_verify() {
-	local disk tx_h0 tx_t0 tx_h tx_t rest=$((MIB - 3)) want
+	local disk tx_h0 tx_t0 tx_h tx_t rest=$((MIB - 3)) want reg linv rinv
 	disk=$(host_disk) || mr_skip "no connected namespace"
 	head -c "$((MIB * 1048576))" /dev/urandom >"$STATE/pattern"
 	tx_h0=$(tx_bytes "$H_IF") tx_t0=$(tx_bytes "$T_IF")
+	mr_stats "$H_DEV" >"$STATE/h.before"
 
 	# 4 KiB, 64 KiB and 1 MiB writes: one page, one fast-reg MR of many
 	# pages, and commands the host splits.
@@ -306,6 +307,18 @@ write_read_verify() {
 	((tx_h >= want)) || mr_fail "$H_IF sent $tx_h bytes, less than the $want written"
 	((tx_t >= 2 * want)) || mr_fail "$T_IF sent $tx_t bytes, less than the $((2 * want)) read"
 	mr_log "veth bytes sent: host $tx_h, target $tx_t"
+
+	# The host registered its buffers with IB_WR_REG_MR, and each
+	# registration was undone: by the target's SEND_WITH_INV (nvmet-rdma
+	# answers so when the command asks for it) or a LOCAL_INV of its own.
+	mr_stats "$H_DEV" >"$STATE/h.after"
+	reg=$(mr_stat_delta "$STATE/h.before" "$STATE/h.after" fast_registrations)
+	linv=$(mr_stat_delta "$STATE/h.before" "$STATE/h.after" local_invalidations)
+	rinv=$(mr_stat_delta "$STATE/h.before" "$STATE/h.after" remote_invalidations)
+	mr_log "host: $reg fast registrations, $rinv remote and $linv local invalidations"
+	((reg > 0)) || mr_fail "the host made no fast registration (IB_WR_REG_MR)"
+	((linv + rinv > 0)) || mr_fail "no registration was invalidated"
+	((linv + rinv <= reg)) || mr_fail "more invalidations than registrations"
 }
 
 disconnect() {
