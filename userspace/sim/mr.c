@@ -56,6 +56,8 @@ static int sx_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *t)
 	p->wire = t->hlen + t->plen + SIM_L1_L4;
 	/* Sequenced packets are ECN-capable; ACKs and ACK_REQs are not. */
 	p->ect = op != MR_OP_ACK && op != MR_OP_ACK_REQ;
+	/* ...and with cfg.ctrl_prio they go ahead of queued data. */
+	p->prio = !p->ect;
 	host_send(sc->h, p);
 	return 0;
 }

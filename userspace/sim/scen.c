@@ -111,6 +111,13 @@ static void fabric_cfg(struct sim_cfg *c, u32 planes, u32 leaves, u32 hpl,
 	 * also shows plain ECMP hashing of the source port over the planes.
 	 */
 	c->planesel = PSEL_PIN;
+	/*
+	 * MRSIM_CTRL_PRIO: ACKs and ACK_REQs go ahead of queued data, 1 at
+	 * the sending host's NIC, 2 at every link as well (a strict-priority
+	 * class for control packets; sim-results.rst, alltoall).
+	 */
+	if (getenv("MRSIM_CTRL_PRIO"))
+		c->ctrl_prio = (u8)atoi(getenv("MRSIM_CTRL_PRIO"));
 	/* Engine tunables for a 100G, few-microsecond-RTT fabric. */
 	m->npaths = 8;
 	m->mtu = 4096;

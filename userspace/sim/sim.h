@@ -59,6 +59,7 @@ struct ev {
 struct link {
 	u64 ps_per_byte;	/* serialization time, picoseconds per byte */
 	u64 busy_ps;		/* transmitter busy until (ps) */
+	u64 prio_busy_ps;	/* control packets (cfg.ctrl_prio) until (ps) */
 	u32 prop_ns;
 	u32 buf;		/* bytes of egress buffer */
 	u32 ecn_k;		/* mark ECT packets when the queue exceeds K */
@@ -91,6 +92,7 @@ struct pkt {
 	u16 sport;
 	u8 proto;
 	u8 ect, ce;
+	u8 prio;		/* control packet: ahead of data (cfg.ctrl_prio) */
 	u8 path;		/* MetaRoCE path id (plane pinning) */
 	u16 hlen;
 	u8 *hdr;		/* MetaRoCE header (inline or big buffer) */
@@ -203,6 +205,7 @@ struct sim_cfg {
 	u32 ecn_k;
 	u32 loss_ppm;		/* on every link */
 	u8 planesel;
+	u8 ctrl_prio;		/* 1: control packets first at hosts, 2: everywhere */
 	u64 seed;
 	/* transports */
 	struct mr_conn_cfg mr;

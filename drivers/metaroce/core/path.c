@@ -167,28 +167,6 @@ int mr_path_usable(const struct mr_path *p)
 	return p->state != MR_PATH_DEAD;
 }
 
-/*
- * A live path in a series of timeouts is suspect: it carries no data, only
- * a probe, until an acknowledgement on it ends the series (protocol.rst,
- * section 7.9). Unless every usable path is suspect: then the timeouts are
- * the host's or the peer's stall, not a route's, and the paths carry data
- * (their retransmissions are the probes) as they did before.
- */
-static int mr_path_suspect(const struct mr_path *p)
-{
-	return p->state != MR_PATH_DEAD && p->timeouts;
-}
-
-static int mr_paths_all_suspect(const struct mr_conn *c)
-{
-	u32 i;
-
-	for (i = 0; i < c->npaths; i++)
-		if (mr_path_usable(&c->path[i]) && !c->path[i].timeouts)
-			return 0;
-	return 1;
-}
-
 static int mr_path_has_out(const struct mr_path *p)
 {
 	return p->una != p->nxt;
@@ -484,7 +462,7 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 {
 	struct mr_path *p;
 	u32 psn, hi, acked = 0, bytes = 0, dce = 0, drx = 0, i;
-	int progress = 0, suspect;
+	int progress = 0;
 
 	if (ap->path >= c->npaths)
 		return;
@@ -534,7 +512,6 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 			mr_path_rtt_sample(p, rtt);
 		p->last_progress = now;
 		p->acked_at = now;
-		suspect = mr_path_suspect(p);
 		p->timeouts = 0;
 		p->overtaken = 0;
 		p->series_cut = 0;
@@ -549,8 +526,6 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		}
 		if (p->state == MR_PATH_DEAD)
 			mr_path_revive(c, p);
-		else if (suspect)
-			mr_paths_rebalance(c);
 	} else if (p->state == MR_PATH_DEAD && mr_seq_lt(p->dead_psn, hi)) {
 		/*
 		 * A probe declared lost arrived after all: the route works,
@@ -708,16 +683,8 @@ probe:
 				mr_path_send_probe(c, i, now);
 		}
 	}
-	if (!changed)
-		return;
-	mr_paths_rebalance(c);
-	/* A suspect path without a share of the window is probed at once. */
-	for (i = 0; i < c->npaths; i++) {
-		struct mr_path *p = &c->path[i];
-
-		if (mr_path_suspect(p) && !p->cwnd && !mr_path_has_out(p))
-			mr_path_send_probe(c, i, now);
-	}
+	if (changed)
+		mr_paths_rebalance(c);
 }
 
 void mr_paths_requeue(struct mr_conn *c)
@@ -753,24 +720,19 @@ u64 mr_path_next_timer(const struct mr_conn *c)
 	return t;
 }
 
-/* Split the connection window over the paths that carry data, by weight. */
+/* Split the connection window over the usable paths by weight. */
 void mr_paths_rebalance(struct mr_conn *c)
 {
 	u64 sum = 0;
 	u32 i, floor = c->cfg.mtu + MR_DATA_HLEN_MAX;
-	int all = mr_paths_all_suspect(c);
 
+	for (i = 0; i < c->npaths; i++)
+		if (mr_path_usable(&c->path[i]))
+			sum += mr_max32(c->path[i].weight, MR_WEIGHT_MIN);
 	for (i = 0; i < c->npaths; i++) {
 		struct mr_path *p = &c->path[i];
 
-		if (mr_path_usable(p) && (all || !mr_path_suspect(p)))
-			sum += mr_max32(p->weight, MR_WEIGHT_MIN);
-	}
-	for (i = 0; i < c->npaths; i++) {
-		struct mr_path *p = &c->path[i];
-
-		if (!mr_path_usable(p) || (!all && mr_path_suspect(p)) ||
-		    !sum) {
+		if (!mr_path_usable(p) || !sum) {
 			p->cwnd = 0;
 			continue;
 		}
