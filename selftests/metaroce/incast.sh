@@ -226,6 +226,8 @@ incast() {
 		"retransmissions $rto, CE marks echoed $ce"
 	mr_log "per sender, data segments/timeout retransmissions/CE marks/path" \
 		"deaths/probes: ${per[*]}"
+	mr_result senders="$SENDERS" rate_bps="$RATE_BPS" mbps="$(IFS=,; echo "${bws[*]}")" \
+		data_segments="$tx" timeout_retx="$rto" ce_echoed="$ce"
 	mr_log "backlog samples (bytes): $(paste -sd' ' "$MR_TMP/backlog")"
 }
 
@@ -243,6 +245,8 @@ fair() {
 	j=$(echo "${w[@]:1}" | jain)
 	mr_log "bytes per sender over the ${w[0]}s when all sent: ${w[*]:1}:" \
 		"Jain $j (perftest's figures: $(jain <"$MR_TMP/bws"))"
+	mr_result jain="$j" jain_perftest="$(jain <"$MR_TMP/bws")" window_s="${w[0]}" \
+		bytes="$(IFS=,; echo "${w[*]:1}")"
 	awk -v w="${w[0]}" -v m="$MIN_WINDOW" 'BEGIN { exit !(w >= m) }' ||
 		mr_fail "the senders all sent together for ${w[0]}s only"
 	awk -v r="$RATE_BPS" '{
@@ -264,15 +268,20 @@ no_storm() {
 	read -r tx rto <"$MR_TMP/retx"
 	((tx > 0)) || mr_fail "no data segments counted"
 	mr_log "timeout retransmissions: $rto of $tx data segments"
+	mr_result timeout_retx="$rto" data_segments="$tx"
 	((rto * 20 <= tx)) || mr_fail "$rto timeout retransmissions for $tx segments"
 }
 
 queue() {
-	sort -n "$MR_TMP/backlog" | awk '{ v[NR] = $1 } END {
+	local rc=0
+	sort -n "$MR_TMP/backlog" | awk -v res="$MR_TMP/queue.res" '{ v[NR] = $1 } END {
 		m = v[int((NR + 1) / 2)]
 		printf "%d samples, median %d bytes, max %d\n", NR, m, v[NR]
+		printf "backlog_samples=%d backlog_median=%d backlog_max=%d\n", NR, m, v[NR] >res
 		exit !(NR >= 10 && m < 45000)
-	}' || mr_fail "the bottleneck queue stood too high or was not sampled"
+	}' || rc=$?
+	mr_result "$(cat "$MR_TMP/queue.res" 2>/dev/null)"
+	((rc == 0)) || mr_fail "the bottleneck queue stood too high or was not sampled"
 }
 
 mr_setup star mr_star "$SENDERS"

@@ -38,6 +38,29 @@ mr_skip_all() {
 	exit "$KSFT_SKIP"
 }
 
+# mr_result KEY=VALUE...: hands figures the test measured to a benchmark
+# (selftests/bench/multiplane.sh) without it repeating the test's logic.
+# When MR_RESULTS names a directory, appends one line "test=PROGRAM
+# sub=SUBTEST KEY=VALUE..." to $MR_RESULTS/results.txt (PROGRAM: the
+# script's name without .sh, or MR_RESULT_PROG); does nothing otherwise.
+# Values carry no spaces (lists are comma-separated).
+mr_result() {
+	[[ -n ${MR_RESULTS:-} ]] || return 0
+	local prog=${MR_RESULT_PROG:-$(basename "$0" .sh)}
+	echo "test=$prog sub=${_mr_subtest:-setup} $*" >>"$MR_RESULTS/results.txt"
+}
+
+# mr_result_file KEY FILE: with MR_RESULTS set, copies FILE (e.g. a sampler's
+# output) under $MR_RESULTS/files/ and records KEY=<its path there>.
+mr_result_file() {
+	[[ -n ${MR_RESULTS:-} && -f $2 ]] || return 0
+	local prog=${MR_RESULT_PROG:-$(basename "$0" .sh)} f
+	f=files/$prog.${_mr_subtest:-setup}.$1.${EPOCHREALTIME/./}
+	mkdir -p "$MR_RESULTS/files"
+	cp "$2" "$MR_RESULTS/$f"
+	mr_result "$1=$f"
+}
+
 # mr_run NAME FUNCTION [ARGS...]: one subtest, one TAP line. When
 # MR_TEST_ONLY (space-separated subtest names) is set, others do not run.
 mr_run() {
@@ -45,6 +68,7 @@ mr_run() {
 	shift
 	[[ -z ${MR_TEST_ONLY:-} || " $MR_TEST_ONLY " == *" $name "* ]] || return 0
 	_mr_n=$((_mr_n + 1))
+	_mr_subtest=$name
 	_mr_skipfile=$(mktemp)
 	set +e
 	(

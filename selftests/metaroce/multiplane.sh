@@ -26,19 +26,26 @@
 #   scaling         over 4 planes it must reach 3.5x or more of what it
 #                   reaches over one (A's route narrowed to plane 0);
 #                   over N planes, 0.875 N times (planes8.sh: 7x)
-#   recovery        plane 1 is blackholed for 4 s while it runs: the run
+#   recovery        plane 1 is blackholed for 4 s while it runs (from
+#                   3 s after B has received its first MB): the run
 #                   completes without error; B's bytes are sampled every
-#                   20 ms or so; from 100 ms after the failure until the
-#                   plane returns, the data rate is at least 70 % of the
-#                   surviving planes' capacity on average, and at least
-#                   50 % over every 500 ms window in that time (a dip that
-#                   long is a stall of recovery, not the emulator's noise,
-#                   which took single windows to 67 % in CI); after the
-#                   plane returns it carries its share again. Logged: the
-#                   recovery time (the end of the first run of sampling
-#                   intervals under 70 % after the failure; 0 if there is
-#                   none), the lowest single interval, and the rate before
-#                   the failure.
+#                   20 ms or so. The recovery time is where the last
+#                   100 ms window (from a sample) under 70 % of the
+#                   surviving planes' capacity ends, among the windows
+#                   that start in the first 500 ms after the failure (0
+#                   if there is none); it is logged, not asserted: the
+#                   issue's 100 ms is not met (see "Plane failure" in
+#                   Documentation/admin-guide.rst). From
+#                   100 ms after the failure until the plane returns, the
+#                   data rate is at least 70 % of that capacity on
+#                   average, and at least 50 % over every 500 ms window
+#                   in that time (a dip that long is a stall of recovery,
+#                   not the emulator's noise, which took single windows
+#                   to 67 % in CI); after the plane returns it carries
+#                   its share again. Logged: the recovery time, every
+#                   sampling interval of the first 400 ms, the first dip
+#                   under 70 % and when it ended, the lowest single
+#                   interval, and the rate before the failure.
 #   congestion      plane 0 becomes an ECN-marking bottleneck of the same
 #                   rate (mr_ecn_bottleneck) that a UDP flow of 2/3 of
 #                   its rate also crosses, while ib_write_bw runs: the
@@ -62,6 +69,27 @@
 #                   at most one plane's rate (115 % of it, for tbf's
 #                   burst). Logged: the plane, the bytes per plane and
 #                   metaroce's 4-plane rate over rxe's (scaling's run).
+#   loss_sweep      random loss on every plane towards B (issue #6): netem
+#                   on A's end of each plane's link drops 0, 0.1, 1, 5 or
+#                   10 % of what A sends into the planes, in front of the
+#                   planes' tbf (see sweep_loss), while one ib_write_bw QP
+#                   runs 6 s (the middle 4 s measured, as in the 8 s runs
+#                   above). metaroce runs lossless between the lossy runs
+#                   (0, 0.1, 1, 0, 5, 10, 0 %): the emulated guest's speed
+#                   drifts when the host is busy (by a third within a
+#                   minute, seen), so a lossy run is compared with the
+#                   lossless bandwidth interpolated between the lossless
+#                   runs before and after it. Then rxe (one run per rate,
+#                   ascending) over mr_rxe_fabric, shaped and lossy the
+#                   same way (netem on A's links into the planes).
+#                   Logged: per run, netem's drops (and metaroce's
+#                   retransmissions); then one line per rate: metaroce's
+#                   MB/s and ratio to lossless, rxe's, and metaroce's over
+#                   rxe's. metaroce must keep 0.90 of its lossless
+#                   bandwidth at 1 % loss and 0.50 at 10 %, and netem must
+#                   have dropped 5 % or more at 10 %. rxe is reported,
+#                   never judged: a failed rxe run is logged and counted
+#                   as 0 MB/s.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fabric.sh"
 mr_require_module
@@ -114,6 +142,7 @@ spread() {
 	b1=$(mr_fabric_bytes)
 	s=$(planes shares "$b0" "$b1")
 	mr_log "bytes per plane towards B: $b0 -> $b1; shares (%): $s"
+	mr_result planes="$PLANES" bytes_from="${b0// /,}" bytes_to="${b1// /,}" shares_pct="${s// /,}"
 	planes even "$b0" "$b1" || mr_fail "the planes carried uneven shares: $s"
 }
 
@@ -171,6 +200,7 @@ plane_failure() {
 		"bytes towards B after the restore: $(planes total "$b2" "$b3")"
 	before=$(awk -v p="$p" '{ print $(p + 1) }' <<<"$b2")
 	after=$(awk -v p="$p" '{ print $(p + 1) }' <<<"$b3")
+	mr_result planes="$PLANES" plane="$p" paths_dead="$dead"
 	((dead >= 1)) || mr_fail "no path was declared dead while plane $p was down"
 	((after > before + 100000)) ||
 		mr_fail "plane $p carried $((after - before)) bytes after it came back"
@@ -187,15 +217,16 @@ shape_all() {
 	done
 }
 
-# write_bw NAME SECONDS: one ib_write_bw QP from A to B; sets BW (MB/s).
+# write_bw NAME SECONDS [ARG...]: one ib_write_bw QP from A to B (ARGs
+# added on both sides); sets BW (MB/s).
 # perftest gives up without a report when its cycle counter calibration
 # fails on the emulated CPU ("Correlation coefficient r^2 ... < 0.9",
 # see perftest.sh): such a run is tried again.
 write_bw() {
 	MR_PAIR_RETRY='Correlation coefficient r\^2: .* < 0\.9' \
 	MR_PAIR_TIMEOUT=$(($2 + 60)) mr_pair "$1" "tcp:$PORT" \
-		ib_write_bw -d "$MR_B_DEV" -x "$MR_B_GIDX" -p "$PORT" -s 65536 -D "$2" -- \
-		ib_write_bw -d "$MR_A_DEV" -x "$MR_A_GIDX" -p "$PORT" -s 65536 -D "$2" "$MR_B_IP"
+		ib_write_bw -d "$MR_B_DEV" -x "$MR_B_GIDX" -p "$PORT" -s 65536 -D "$2" "${@:3}" -- \
+		ib_write_bw -d "$MR_A_DEV" -x "$MR_A_GIDX" -p "$PORT" -s 65536 -D "$2" "${@:3}" "$MR_B_IP"
 	BW=$(awk '$1 == 65536 && $2 ~ /^[0-9]+$/ && NF >= 5 { print $4; exit }' \
 		"$MR_TMP/$1.client")
 	[[ $BW =~ ^[0-9]+(\.[0-9]+)?$ ]] || mr_fail "$1: no bandwidth figure in its report"
@@ -221,6 +252,7 @@ scaling() {
 	b1=$(mr_fabric_bytes)
 	mr_log "1 plane: $one MB/s; bytes per plane $b0 -> $b1"
 	mr_fabric_planes "$PLANES"
+	mr_result planes="$PLANES" rate_bps="$RATE_BPS" mbps_one="$one" mbps_all="$four"
 	awk -v a="$one" -v b="$four" -v r="$RATE_BPS" -v n="$PLANES" 'BEGIN {
 		printf "scaling: %.2fx; one plane at %.0f %% of its rate, %d at %.0f %% of theirs\n",
 			b / a, 100 * a * 8e6 / r, n, 100 * b * 8e6 / (n * r) }'
@@ -238,6 +270,8 @@ rxe_planes() {
 	write_bw rxe_planes 8
 	b1=$(mr_rxe_fabric_bytes)
 	mr=$(cat "$MR_TMP/scaling.bw" 2>/dev/null || echo 0)
+	mr_result planes="$PLANES" rate_bps="$RATE_BPS" mbps="$BW" mbps_metaroce="$mr" \
+		bytes_from="${b0// /,}" bytes_to="${b1// /,}"
 	awk -v b0="$b0" -v b1="$b1" -v bw="$BW" -v r="$RATE_BPS" -v n="$PLANES" -v mr="$mr" 'BEGIN {
 		split(b0, x); split(b1, y)
 		for (p = 1; p <= n; p++) { d[p] = y[p] - x[p]; t += d[p]; if (d[p] > d[m]) m = p }
@@ -256,7 +290,8 @@ rxe_planes() {
 # recovery_check SAMPLES ON BACK: see the header. Prints the verdict
 # line and exits non-zero when the rate fell short.
 recovery_check() {
-	awk -v on="$2" -v back="$3" -v r="$RATE_BPS" -v n="$PLANES" -v fp=1 -v w=0.5 '
+	awk -v on="$2" -v back="$3" -v r="$RATE_BPS" -v n="$PLANES" -v fp=1 -v w=0.5 \
+		-v res="$MR_TMP/recovery.res" '
 	{ t[NR] = $1; tot[NR] = 0; for (i = 2; i <= NF; i++) tot[NR] += $i; pb[NR] = $(fp + 2) }
 	function rate(a, b) { return (tot[b] - tot[a]) * 8 / (t[b] - t[a]) }
 	END {
@@ -273,6 +308,16 @@ recovery_check() {
 				# the first dip after the failure, and its end
 				if (!done && rate(i - 1, i) < 0.7 * cap) dip = 1
 				else if (!done && dip) { back70 = t[i] - on; done = 1 }
+				# the first 400 ms, interval by interval
+				if (t[i - 1] < on + 0.4)
+					early = early sprintf(" %.0f:%.0f", (t[i] - on) * 1000, 100 * rate(i - 1, i) / cap)
+			}
+			# recovery: 100 ms windows from samples in the first 500 ms;
+			# it ends where the last one under 70 % ends
+			if (t[i] < on + 0.5) {
+				for (j = i + 1; j <= NR && t[j] - t[i] < 0.1; j++) ;
+				if (j <= NR && rate(i, j) < 0.7 * cap && t[j] - on > rec)
+					rec = t[j] - on
 			}
 			# the window from sample i: to the first sample w later
 			for (j = i + 1; j <= NR && t[j] - t[i] < w; j++) ;
@@ -294,6 +339,12 @@ recovery_check() {
 			pre / 1e6, 100 * pre / (n * r), n, mean / 1e6, 100 * mean / cap, cap / 1e6,
 			k, w * 1000, min / 1e6, 100 * min / cap,
 			back70 * 1000, 100 * lo / cap, maxdt * 1000, td ? 100 * pd / td : 0
+		printf "recovery time %.0f ms: every 100 ms window that starts later, up to 500 ms after the failure, carried at least 70 %% of the surviving capacity; each interval of the first 400 ms (ms after the failure: %% of it):%s\n",
+			rec * 1000, early
+		printf "before_mbit=%.2f before_pct=%.1f avg_mbit=%.2f avg_pct=%.1f windows=%d min_window_mbit=%.2f min_window_pct=%.1f dip_end_ms=%.0f recovery_ms=%.0f lowest_interval_pct=%.1f longest_interval_ms=%.0f back_share_pct=%.1f\n",
+			pre / 1e6, 100 * pre / (n * r), mean / 1e6, 100 * mean / cap, k, min / 1e6,
+			100 * min / cap, back70 * 1000, rec * 1000, 100 * lo / cap, maxdt * 1000,
+			(td ? 100 * pd / td : 0) >res
 		if (k < 5) { print "too few samples during the failure"; exit 1 }
 		if (mean < 0.7 * cap || min < 0.5 * cap) exit 1
 		if (!td || pd < 0.15 * td) exit 1
@@ -301,13 +352,22 @@ recovery_check() {
 }
 
 recovery() {
-	local on back dead bh
+	local on back dead bh rc=0 i
 	shape_all
 	mr_fabric_planes "$PLANES"
 	mr_stats "$MR_A_DEV" "$MR_A_NS" >"$MR_TMP/a.before"
 	mr_fabric_sampler_start "$MR_TMP/samples"
 	(
-		sleep 6
+		# 3 s into the transfer: once B has received 1 MB (a starved
+		# guest can take seconds to connect the QP).
+		exec 9<> <(:)
+		for ((i = 0; i < 400; i++)); do
+			awk '{ t = 0; for (p = 2; p <= NF; p++) t += $p; if (NR == 1) t0 = t }
+			     END { exit !(t - t0 >= 1e6) }' \
+				"$MR_TMP/samples" 2>/dev/null && break
+			read -rt 0.1 -u 9 || true
+		done
+		sleep 3
 		mr_fabric_blackhole 1 on
 		echo "$EPOCHREALTIME" >"$MR_TMP/on"
 		sleep 4
@@ -325,12 +385,16 @@ recovery() {
 	dead=$(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" path_dead)
 	mr_log "$(wc -l <"$MR_TMP/samples") samples; paths declared dead: $dead;" \
 		"timeout retransmits: $(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" retransmits_timeout)"
-	recovery_check "$MR_TMP/samples" "$on" "$back" ||
-		mr_fail "the surviving planes were not used well enough (above)"
+	mr_result_file samples "$MR_TMP/samples"
+	recovery_check "$MR_TMP/samples" "$on" "$back" || rc=$?
+	mr_result planes="$PLANES" rate_bps="$RATE_BPS" plane=1 on="$on" back="$back" \
+		mbps="$BW" paths_dead="$dead" timeout_retx="$(mr_stat_delta "$MR_TMP/a.before" \
+		"$MR_TMP/a.after" retransmits_timeout)" "$(cat "$MR_TMP/recovery.res" 2>/dev/null)"
+	((rc == 0)) || mr_fail "the surviving planes were not used well enough (above)"
 }
 
 congestion() {
-	local port b0 b1 i0 i1 o0 o1 ce
+	local port b0 b1 i0 i1 o0 o1 ce rc=0
 	shape_all
 	mr_ecn_bottleneck "$(_mr_fab_router 0)" rb0 "$RATE"
 	port=$(mr_udp_port)
@@ -357,19 +421,180 @@ congestion() {
 	mr_log "metaroce bytes into the planes: $i0 -> $i1; out of them: $o0 -> $o1"
 	mr_log "plane 0 backlog samples: $(paste -sd' ' "$MR_TMP/backlog")"
 	mr_log "competing flow: $(grep -E 'receiver' "$MR_TMP/iperf.cli" | tail -n 1)"
+	mr_result planes="$PLANES" mbps="$BW" ce_echoed="$ce" in_from="${i0// /,}" \
+		in_to="${i1// /,}" out_from="${o0// /,}" out_to="${o1// /,}"
 	((ce > 0)) || mr_fail "the sender saw no CE mark"
-	awk -v i0="$i0" -v i1="$i1" -v o0="$o0" -v o1="$o1" 'BEGIN {
+	awk -v i0="$i0" -v i1="$i1" -v o0="$o0" -v o1="$o1" -v res="$MR_TMP/congestion.res" 'BEGIN {
 		n = split(i0, a, " "); split(i1, b, " "); split(o0, c, " "); split(o1, d, " ")
 		for (p = 2; p <= n; p++) clear += b[p] - a[p]
 		clear /= n - 1; in0 = b[1] - a[1]; out0 = d[1] - c[1]
 		printf "plane 0 took %.0f %% of a clear plane'"'"'s bytes, and lost %.1f %% of them\n",
 			clear ? 100 * in0 / clear : 0, in0 ? 100 * (in0 - out0) / in0 : 0
+		printf "plane0_pct_of_clear=%.1f plane0_loss_pct=%.2f\n",
+			clear ? 100 * in0 / clear : 0, (in0 ? 100 * (in0 - out0) / in0 : 0) >res
 		exit !(clear > 0 && in0 <= 0.6 * clear && in0 - out0 <= 0.02 * in0)
-	}' || mr_fail "plane 0 was not trimmed (above)"
-	sort -n "$MR_TMP/backlog" | awk '{ v[NR] = $1 } END {
+	}' || rc=$?
+	mr_result planes="$PLANES" "$(cat "$MR_TMP/congestion.res" 2>/dev/null)"
+	((rc == 0)) || mr_fail "plane 0 was not trimmed (above)"
+	sort -n "$MR_TMP/backlog" | awk -v res="$MR_TMP/backlog.res" '{ v[NR] = $1 } END {
 		printf "backlog: %d samples, median %d bytes, max %d\n", NR, v[int((NR + 1) / 2)], v[NR]
+		printf "backlog_samples=%d backlog_median=%d backlog_max=%d\n", NR, v[int((NR + 1) / 2)], v[NR] >res
 		exit !(NR >= 5 && v[int((NR + 1) / 2)] < 45000)
-	}' || mr_fail "plane 0's queue stood too high or was not sampled"
+	}' || rc=$?
+	mr_result planes="$PLANES" "$(cat "$MR_TMP/backlog.res" 2>/dev/null)"
+	((rc == 0)) || mr_fail "plane 0's queue stood too high or was not sampled"
+}
+
+# The loss sweep's rates: percent of the packets A sends into each plane.
+LOSSES=(0 0.1 1 5 10)
+# metaroce's runs, in this order: each asserted rate next to a lossless run.
+SWEEP_ORDER=(0 0.1 1 0 5 10 0)
+# Runs of 6 s with a margin of 1 s: perftest measures the middle 4 s, as
+# in the 8 s runs above with its default margin of 2 s; the 2 s saved per
+# run keep the sweep's 12 runs and the rxe fabric within about 2 minutes.
+SWEEP_SECONDS=6 SWEEP_MARGIN=1
+
+# sweep_loss NS PREFIX PCT: random loss of PCT % on every plane, towards B
+# only: netem on A's end of its link into each plane (PREFIX<plane> in NS:
+# fa<plane> in mr_fabric, xa<plane> in mr_rxe_fabric). The planes' tbf
+# stays where shape_all puts it, the root qdisc of the plane's egress
+# towards B, one hop later: a device has one root qdisc, so netem there
+# would have to replace tbf or sit under it, while on a hop of its own the
+# two do not interact (this netem only drops: it adds no delay and no
+# rate, so nothing waits in it); what survives meets the plane's queue and
+# rate as in scaling, as behind a lossy link in front of a switch. A's
+# links carry nothing from B out of A (B's packets, acknowledgements and
+# perftest's TCP, come in on them), so only A -> B is lossy. 0 % installs
+# netem too, so that every run takes the same qdisc path. One tc for all
+# planes: starting a program takes a good part of a second in the
+# emulated guest.
+sweep_loss() {
+	local p
+	for ((p = 0; p < MR_PLANES; p++)); do
+		echo "qdisc replace dev $2$p root netem limit 10000 loss $3%"
+	done >"$MR_TMP/netem.batch"
+	assert_ok "netem loss $3 % on $2*" ip netns exec "$1" \
+		tc -batch "$MR_TMP/netem.batch"
+}
+
+# sweep_drops NS PREFIX: "PASSED DROPPED", the packets netem on A's links
+# into the planes has let through and dropped so far.
+sweep_drops() {
+	ip netns exec "$1" tc -s qdisc show | awk -v re="^$2[0-9]+\$" '
+		$1 == "qdisc" { on = 0; for (i = 2; i < NF; i++) if ($i == "dev") on = $2 == "netem" && $(i + 1) ~ re }
+		$1 == "Sent" && on { s += $4; d += $7 }
+		END { print s + 0, d + 0 }'
+}
+
+# sweep WHO NS PREFIX LOSS...: WHO's one ib_write_bw QP at each LOSS in
+# turn, on every plane (sweep_loss NS PREFIX); appends "WHO LOSS MB/s
+# PASSED DROPPED" to $MR_TMP/sweep. A failed metaroce run fails the
+# subtest; a failed rxe run is logged and counted as 0 MB/s. For metaroce,
+# what A's transport counted during the run is logged too.
+sweep() {
+	local who=$1 ns=$2 dev=$3 l bw d0 d1 c=""
+	shift 3
+	for l; do
+		sweep_loss "$ns" "$dev" "$l"
+		d0=$(sweep_drops "$ns" "$dev")
+		if [[ $who == metaroce ]]; then
+			mr_stats "$MR_A_DEV" "$MR_A_NS" >"$MR_TMP/a.before"
+			write_bw "sweep_${who}_$l" "$SWEEP_SECONDS" -f "$SWEEP_MARGIN"
+			bw=$BW
+			mr_stats "$MR_A_DEV" "$MR_A_NS" >"$MR_TMP/a.after"
+			c="; A:$(mr_stat_moved "$MR_TMP/a.before" "$MR_TMP/a.after" \
+				data_segments_tx retransmits_sack retransmits_timeout \
+				timeouts_spurious path_dead)"
+		elif (write_bw "sweep_${who}_$l" "$SWEEP_SECONDS" -f "$SWEEP_MARGIN" &&
+			echo "$BW" >"$MR_TMP/sweep.bw"); then
+			bw=$(<"$MR_TMP/sweep.bw")
+		else
+			mr_log "$who at $l % loss: ib_write_bw failed (above): 0 MB/s"
+			bw=0
+		fi
+		d1=$(sweep_drops "$ns" "$dev")
+		read -r d0 d1 <<<"$(awk -v a="$d0" -v b="$d1" 'BEGIN {
+			split(a, x); split(b, y); print y[1] - x[1], y[2] - x[2] }')"
+		mr_log "$who, $l % loss: $bw MB/s; netem passed $d0 packets, dropped $d1$c"
+		echo "$who $l $bw $d0 $d1" >>"$MR_TMP/sweep"
+	done
+}
+
+# sweep_report RXE: the sweep's table, one line per loss rate; fails
+# unless metaroce kept 0.90 of its lossless bandwidth at 1 % and 0.50 at
+# 10 %. A lossy run's lossless bandwidth is interpolated, by the order of
+# the runs, between the lossless runs before and after it (the one
+# there is when there is one); the 0 % line shows the mean of the
+# lossless runs. RXE 0: rxe was not measured.
+sweep_report() {
+	awk -v rxe="$1" '
+	{
+		w[NR] = $1; x[NR] = $2; bw[NR] = $3; k = $1 SUBSEP $2
+		pass[k] += $4; drop[k] += $5
+		if ($1 == "metaroce" && !(($2) in seen)) { seen[$2]; l[++n] = $2 }
+		if ($2 == 0) { s0[$1] += $3; n0[$1]++; v0[$1] = v0[$1] sprintf(" %.2f", $3) }
+	}
+	function lost(k) { return pass[k] + drop[k] ? 100 * drop[k] / (pass[k] + drop[k]) : 0 }
+	# ref(i): the lossless bandwidth around run i
+	function ref(i,   a, b) {
+		for (a = i - 1; a > 0 && !(w[a] == w[i] && x[a] == 0); a--) ;
+		for (b = i + 1; b <= NR && !(w[b] == w[i] && x[b] == 0); b++) ;
+		if (a < 1) return b <= NR ? bw[b] : 0
+		if (b > NR) return bw[a]
+		return bw[a] + (bw[b] - bw[a]) * (i - a) / (b - a)
+	}
+	END {
+		for (i = 1; i <= NR; i++) if (x[i] != 0) { r0[w[i], x[i]] = ref(i); at[w[i], x[i]] = i }
+		for (j = 1; j <= n; j++) {
+			y = l[j]; m = "metaroce" SUBSEP y; r = "rxe" SUBSEP y
+			if (y == 0) {
+				mb = s0["metaroce"] / n0["metaroce"]; rb = n0["rxe"] ? s0["rxe"] / n0["rxe"] : 0
+				printf "loss 0 %%: metaroce %.2f MB/s (mean of%s)", mb, v0["metaroce"]
+				if (rxe) printf "; rxe %.2f MB/s; metaroce/rxe %s", rb, rb ? sprintf("%.1f", mb / rb) : "-"
+				printf "\n"
+				continue
+			}
+			mb = bw[at[m]]; ratio[y] = r0[m] ? mb / r0[m] : 0
+			printf "loss %s %%: metaroce %.2f MB/s = %.2f of lossless (%.2f around it; netem dropped %.2f %%)",
+				y, mb, ratio[y], r0[m], lost(m)
+			if (rxe) {
+				rb = bw[at[r]]
+				printf "; rxe %.2f MB/s = %.2f of lossless (%.2f %%); metaroce/rxe %s",
+					rb, r0[r] ? rb / r0[r] : 0, lost(r), rb ? sprintf("%.1f", mb / rb) : "-"
+			}
+			printf "\n"
+		}
+		if (!(ratio[1] >= 0.9)) { print "metaroce kept less than 0.90 of its lossless bandwidth at 1 % loss"; bad = 1 }
+		if (!(ratio[10] >= 0.5)) { print "metaroce kept less than 0.50 of its lossless bandwidth at 10 % loss"; bad = 1 }
+		if (!(lost("metaroce" SUBSEP 10) >= 5)) { print "netem dropped under 5 % at 10 % loss"; bad = 1 }
+		exit bad
+	}' "$MR_TMP/sweep"
+}
+
+loss_sweep() {
+	local t0=$SECONDS p rxe=1
+	shape_all
+	mr_fabric_planes "$PLANES"
+	for ((p = 0; p < PLANES; p++)); do
+		mr_defer ip netns exec "$MR_A_NS" tc qdisc del dev "fa$p" root
+	done
+	sweep metaroce "$MR_A_NS" fa "${SWEEP_ORDER[@]}"
+	for ((p = 0; p < PLANES; p++)); do
+		echo "qdisc del dev fa$p root"
+	done >"$MR_TMP/netem.batch"
+	ip netns exec "$MR_A_NS" tc -batch "$MR_TMP/netem.batch"
+	if modprobe rdma_rxe 2>/dev/null; then
+		mr_rxe_fabric "$PLANES"
+		for ((p = 0; p < PLANES; p++)); do
+			mr_rxe_fabric_shape "$p" tbf rate "$RATE" burst 16kb latency 20ms
+		done
+		sweep rxe mrinit xa "${LOSSES[@]}"
+	else
+		mr_log "rdma_rxe is not available: rxe not measured"
+		rxe=0
+	fi
+	mr_log "loss sweep: $((SECONDS - t0)) s"
+	sweep_report "$rxe" || mr_fail "metaroce under loss (above)"
 }
 
 mr_setup fabric mr_fabric "$PLANES"
@@ -379,4 +604,5 @@ mr_run scaling scaling
 mr_run recovery recovery
 mr_run congestion congestion
 mr_run rxe_planes rxe_planes
+mr_run loss_sweep loss_sweep
 mr_done
