@@ -9,7 +9,7 @@
 #   make check            all tests (userspace, then kselftests in QEMU)
 #   make demo             boot the VM and show two hosts talking over metaroce
 #   make sim              run the fabric simulator's standard scenarios
-#   make bench            run the VM benchmark set
+#   make bench            run the whole VM benchmark set in one boot
 #   make bench-fastpath   the userspace fast path against rxe's (VM)
 #   make bench-scale      4000 RC QPs: time and memory per QP, against rxe (VM)
 #
@@ -126,8 +126,10 @@ demo: deps-check modules-vm userspace
 sim:
 	@$(MAKE) -C $(TOP)/userspace BUILD=$(BUILD)/userspace sim
 
+# The whole set in one boot (selftests/bench/all.sh): run.sh (~25-30 min),
+# fastpath.sh (~10), scale.sh (~2), multiplane.sh (~15).
 bench: deps-check modules-vm userspace
-	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 3600 -- $(TOP)/selftests/bench/run.sh
+	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 6000 -- $(TOP)/selftests/bench/all.sh
 
 bench-fastpath: deps-check modules-vm userspace
 	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 1800 -- $(TOP)/selftests/bench/fastpath.sh

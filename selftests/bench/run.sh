@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # selftests/bench/run.sh: metaroce, rxe and TCP side by side on one veth pair,
-# lossless and lossy, in one boot of the test VM (`make bench`, which runs
-# `selftests/vm/run --kernel 6.12 --timeout 3600 -- selftests/bench/run.sh`).
+# lossless and lossy, in one boot of the test VM (the first part of `make
+# bench`, see all.sh; alone: `selftests/vm/run --kernel 6.12 --timeout 3600
+# -- selftests/bench/run.sh`).
 #
 #   metaroce  ib_write_bw, ib_send_bw   devices in two namespaces, one per veth end
 #   rxe       ib_write_bw, ib_send_bw   both devices in the initial namespace,
