@@ -21,11 +21,11 @@ import argparse
 import csv
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fmt, med, read_meta, rst_table  # noqa: E402
+from report import (fmt, generated_section, med, read_meta,  # noqa: E402
+                    rst_table, run_gnuplot)
 
 BEGIN = ".. multiplane-generated-begin"
 END = ".. multiplane-generated-end"
@@ -398,22 +398,13 @@ def make_plots(runs, vals, bench_dir, scratch):
     gp = os.path.join(pdir, "multiplane.gp")
     with open(gp, "w") as f:
         f.write("\n".join(script) + "\n")
-    res = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
-    if res.returncode:
-        sys.exit("multiplane_report.py: gnuplot failed:\n" + res.stderr)
+    run_gnuplot(gp, "multiplane_report.py")
     return outs
 
 
 def write_rst(docs, top, meta, runs, vals, plots):
-    path = os.path.join(docs, "benchmarks.rst")
-    if not os.path.exists(path):
-        shutil.copyfile(os.path.join(top, "Documentation", "benchmarks.rst"), path)
-    with open(path) as f:
-        text = f.read()
-    if BEGIN not in text or END not in text:
-        sys.exit(f"multiplane_report.py: {path} lacks the '{BEGIN}' / '{END}' markers")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    path, head, tail = generated_section(docs, top, BEGIN, END,
+                                         "multiplane_report.py")
     m = meta.get
     failed = [r for r in runs if r.status != "ok"]
     out = [BEGIN + " (selftests/bench/multiplane_report.py writes everything up to "

@@ -218,6 +218,28 @@ def rst_table(header, rows):
     return out
 
 
+def run_gnuplot(gp, who):
+    """Runs gnuplot on script @gp; exits with its errors, named @who."""
+    res = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
+    if res.returncode:
+        sys.exit(f"{who}: gnuplot failed:\n" + res.stderr)
+
+
+def generated_section(docs, top, begin, end, who):
+    """Path of benchmarks.rst under @docs (a copy of the repository's if it is
+    not there yet), and its text before @begin and after @end."""
+    path = os.path.join(docs, "benchmarks.rst")
+    if not os.path.exists(path):
+        shutil.copyfile(os.path.join(top, "Documentation", "benchmarks.rst"), path)
+    with open(path) as f:
+        text = f.read()
+    if begin not in text or end not in text:
+        sys.exit(f"{who}: {path} lacks the '{begin}' / '{end}' markers")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return path, head, tail
+
+
 def loss_label(loss):
     return f"{loss} % loss"
 
@@ -403,22 +425,12 @@ plot {plot2}
     gp = os.path.join(pdir, "bench.gp")
     with open(gp, "w") as f:
         f.write(script)
-    res = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
-    if res.returncode:
-        sys.exit("report.py: gnuplot failed:\n" + res.stderr)
+    run_gnuplot(gp, "report.py")
     return outs
 
 
 def write_rst(docs, top, meta, keys, losses, lossy, fig, ratios, plots):
-    path = os.path.join(docs, "benchmarks.rst")
-    if not os.path.exists(path):
-        shutil.copyfile(os.path.join(top, "Documentation", "benchmarks.rst"), path)
-    with open(path) as f:
-        text = f.read()
-    if BEGIN not in text or END not in text:
-        sys.exit(f"report.py: {path} lacks the '{BEGIN}' / '{END}' markers")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    path, head, tail = generated_section(docs, top, BEGIN, END, "report.py")
 
     m = meta.get
     window = int(m("duration_s", "0")) - 2 * int(m("margin_s", "0"))
