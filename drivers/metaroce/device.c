@@ -119,6 +119,8 @@ static int mr_dev_setup(struct mr_dev *dev, struct net_device *ndev)
 	} while (!dev->ud_epoch);
 	mr_fs_init(&dev->fs, mr_param_rx_capacity_mbps);
 	dev->host_window = mr_param_host_window;
+	dev->tclass = mr_param_dscp << 2;
+	dev->ctrl_tclass = mr_param_ctrl_dscp << 2;
 	atomic64_set(&dev->tx_inflight, 0);
 
 	dev->counters = alloc_percpu(struct mr_counters);

@@ -36,6 +36,14 @@ unsigned int mr_param_host_window;
 module_param_named(host_window, mr_param_host_window, uint, 0444);
 MODULE_PARM_DESC(host_window, "Bytes a device's connections may have in flight together before none borrows past its own window, up to 1 GiB (default 0: no sharing)");
 
+unsigned int mr_param_dscp;
+module_param_named(dscp, mr_param_dscp, uint, 0444);
+MODULE_PARM_DESC(dscp, "DSCP of the packets that connections send, 0-63 (default 0)");
+
+unsigned int mr_param_ctrl_dscp = METAROCE_DEFAULT_CTRL_DSCP;
+module_param_named(ctrl_dscp, mr_param_ctrl_dscp, uint, 0444);
+MODULE_PARM_DESC(ctrl_dscp, "DSCP of the acknowledgements and other unsequenced control packets, 0-63 (default 48)");
+
 /*
  * The other tunables: 0 keeps the built-in default. Each is a u32 of
  * struct mr_conn_cfg, given in user units (microseconds for times).
@@ -171,8 +179,9 @@ static int __init mr_init(void)
 	}
 	if (!mr_param_paths || mr_param_paths > MR_MAX_PATHS ||
 	    !mr_param_rto_min_us || !mr_param_rx_capacity_mbps ||
-	    mr_param_host_window > MR_HOST_WINDOW_MAX) {
-		pr_err("paths must be 1-%u; rto_min_us and rx_capacity_mbps non-zero; host_window at most 1 GiB\n",
+	    mr_param_host_window > MR_HOST_WINDOW_MAX ||
+	    mr_param_dscp > MR_DSCP_MAX || mr_param_ctrl_dscp > MR_DSCP_MAX) {
+		pr_err("paths must be 1-%u; rto_min_us and rx_capacity_mbps non-zero; host_window at most 1 GiB; dscp and ctrl_dscp at most 63\n",
 		       MR_MAX_PATHS);
 		return -EINVAL;
 	}

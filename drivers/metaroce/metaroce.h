@@ -55,6 +55,14 @@
 /* Receive capacity the fair share divides, until configured (Mbit/s). */
 #define METAROCE_DEFAULT_RX_MBPS 10000
 
+/*
+ * Default DSCP of ACKs, ACK_REQs and RESETs: CS6, the class that RoCE
+ * fabrics commonly give strict priority for congestion notifications
+ * (protocol.rst, 5.3). Data keeps DSCP 0 unless configured.
+ */
+#define METAROCE_DEFAULT_CTRL_DSCP 48
+#define MR_DSCP_MAX 63
+
 /* Default UDP port; never RoCEv2's 4791 nor UET's 4793. */
 #define METAROCE_DEFAULT_UDP_PORT 4797
 
@@ -113,7 +121,8 @@ struct mr_dev {
 	u32 host_window;
 	atomic64_t tx_inflight;		/* its peers' bytes in flight */
 	u32 ud_epoch;			/* epoch field of UD packets */
-	u8 tclass;			/* traffic class of RC packets */
+	u8 tclass;			/* DSCP << 2 of sequenced packets */
+	u8 ctrl_tclass;			/* DSCP << 2 of unsequenced ones */
 
 	/* Peers by (local, remote) address: RCU readers, peers_lock writers. */
 	struct mutex peers_lock;
@@ -155,6 +164,8 @@ extern unsigned int mr_param_paths;
 extern unsigned int mr_param_rto_min_us;
 extern unsigned int mr_param_rx_capacity_mbps;
 extern unsigned int mr_param_host_window;
+extern unsigned int mr_param_dscp;
+extern unsigned int mr_param_ctrl_dscp;
 #define MR_HOST_WINDOW_MAX (1U << 30)
 int mr_cfg_set(struct mr_conn_cfg *cfg, size_t off, u32 unit, u32 val);
 int mr_dev_cfg_default(struct mr_conn_cfg *cfg);

@@ -18,6 +18,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/hash.h>
+#include <linux/pkt_sched.h>
 #include <linux/random.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
@@ -86,6 +87,7 @@ static int mr_peer_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *pkt
 	struct mr_peer *peer = env;
 	struct sk_buff *skb;
 	int path = pkt->path;
+	u8 tclass;
 
 	skb = mr_xmit_alloc(pkt->hlen + pkt->plen, GFP_ATOMIC);
 	if (!skb)
@@ -96,8 +98,20 @@ static int mr_peer_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *pkt
 		kfree_skb(skb);
 		return MR_XMIT_GONE;
 	}
+	/*
+	 * ACKs, ACK_REQs and RESETs go in the control class: their own DSCP,
+	 * and TC_PRIO_CONTROL so that the host's queueing discipline (a
+	 * priority band, or a VLAN's egress map) can send them ahead of data.
+	 * Byte 1 of the base header is the opcode.
+	 */
+	if (mr_op_sequenced(pkt->hdr[1])) {
+		tclass = READ_ONCE(peer->dev->tclass);
+	} else {
+		tclass = READ_ONCE(peer->dev->ctrl_tclass);
+		skb->priority = TC_PRIO_CONTROL;
+	}
 	/* A route failure drops the packet; the transport recovers. */
-	mr_xmit(peer->dev, skb, &peer->addr, pkt->sport, peer->dev->tclass,
+	mr_xmit(peer->dev, skb, &peer->addr, pkt->sport, tclass,
 		&peer->dst[path], &peer->dst_sport[path]);
 	return 0;
 }

@@ -176,6 +176,65 @@ static ssize_t host_window_store(struct device *device,
 }
 static DEVICE_ATTR_RW(host_window);
 
+/*
+ * dscp, ctrl_dscp: the DSCP of what connections send, sequenced packets and
+ * control packets (ACK, ACK_REQ, RESET) apart (protocol.rst, 5.3). They
+ * apply to live connections from their next packet.
+ */
+static ssize_t mr_dscp_show(u8 *tclass, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*tclass) >> 2);
+}
+
+static ssize_t mr_dscp_store(u8 *tclass, const char *buf, size_t count)
+{
+	u8 v;
+	int err;
+
+	err = kstrtou8(buf, 0, &v);
+	if (err)
+		return err;
+	if (v > MR_DSCP_MAX)
+		return -EINVAL;
+	WRITE_ONCE(*tclass, v << 2);
+	return count;
+}
+
+static ssize_t dscp_show(struct device *device, struct device_attribute *attr,
+			 char *buf)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_dscp_show(&dev->tclass, buf);
+}
+
+static ssize_t dscp_store(struct device *device, struct device_attribute *attr,
+			  const char *buf, size_t count)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_dscp_store(&dev->tclass, buf, count);
+}
+static DEVICE_ATTR_RW(dscp);
+
+static ssize_t ctrl_dscp_show(struct device *device,
+			      struct device_attribute *attr, char *buf)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_dscp_show(&dev->ctrl_tclass, buf);
+}
+
+static ssize_t ctrl_dscp_store(struct device *device,
+			       struct device_attribute *attr,
+			       const char *buf, size_t count)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_dscp_store(&dev->ctrl_tclass, buf, count);
+}
+static DEVICE_ATTR_RW(ctrl_dscp);
+
 static struct attribute *mr_attrs[] = {
 	&dev_attr_abi_version.attr,
 	&dev_attr_udp_port.attr,
@@ -199,6 +258,8 @@ static struct attribute *mr_attrs[] = {
 	&mr_tun_pacing.attr.attr,
 	&mr_tun_rx_capacity_mbps.attr.attr,
 	&dev_attr_host_window.attr,
+	&dev_attr_dscp.attr,
+	&dev_attr_ctrl_dscp.attr,
 	NULL
 };
 

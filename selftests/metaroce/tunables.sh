@@ -21,6 +21,10 @@
 #                   rdma statistic has per-path counters; the run completes;
 #                   afterwards the device's shared-window count (debugfs
 #                   "host ... inflight") is back to 0
+#   dscp            during ib_write_bw runs, counted by a prio qdisc on each
+#                   end: with dscp 10 and ctrl_dscp 48, A's data packets
+#                   carry DSCP 10 and B's ACKs DSCP 48; with both 0, B's
+#                   ACKs go out at TC_PRIO_CONTROL and A's data does not
 . "$(dirname "$0")/lib.sh"
 mr_require_module
 
@@ -28,7 +32,7 @@ DOC=$MR_TOP/Documentation/admin-guide.rst
 TUNABLES=(paths rto_min_us rto_max_us rto_init_us probe_us dead_after
 	reorder_thresh ack_delay_us ack_every msg_ack_us init_window min_window
 	max_window ai_bytes ecn_shift repick_alpha pacing rx_capacity_mbps
-	host_window)
+	host_window dscp ctrl_dscp)
 PORT=18620
 
 # doc_default NAME: the default in the tunables table ("``NAME``  VALUE").
@@ -37,6 +41,7 @@ doc_default() {
 }
 
 tun() { echo "/sys/class/infiniband/$1/metaroce/$2"; }
+tun_set() { echo "$3" >"$(tun "$1" "$2")"; }
 
 # write_errno FILE VALUE: writes VALUE, prints the error ("ok" if none).
 write_errno() {
@@ -120,6 +125,9 @@ invalid() {
 	refused max_window $(((1 << 30) + 1))
 	refused host_window $(((1 << 30) + 1))
 	refused host_window -5
+	refused dscp 64
+	refused ctrl_dscp 64
+	refused ctrl_dscp abc
 }
 
 # set_ok NAME VALUE: accepted and read back.
@@ -173,9 +181,84 @@ live() {
 	echo 0 >"$(tun "$MR_A_DEV" host_window)"
 }
 
+# classes_setup IF: a 4-band prio qdisc on IF: DSCP 48 (CS6) to 1:1, DSCP 10
+# (AF11) to 1:2, other packets by skb->priority: TC_PRIO_CONTROL (7) to 1:3,
+# the rest to 1:4.
+classes_setup() {
+	local ns=$1 dev=$2
+	ip netns exec "$ns" tc qdisc replace dev "$dev" root handle 1: prio \
+		bands 4 priomap 3 3 3 3 3 3 3 2 3 3 3 3 3 3 3 3
+	mr_defer ip netns exec "$ns" tc qdisc del dev "$dev" root
+	ip netns exec "$ns" tc filter add dev "$dev" parent 1: protocol ip \
+		prio 1 u32 match ip dsfield 0xc0 0xfc flowid 1:1
+	ip netns exec "$ns" tc filter add dev "$dev" parent 1: protocol ip \
+		prio 2 u32 match ip dsfield 0x28 0xfc flowid 1:2
+}
+
+# class_pkts NS IF CLASS: packets sent through CLASS of IF's prio qdisc.
+class_pkts() {
+	ip netns exec "$1" tc -s class show dev "$2" | awk -v c="$3" '
+		$1 == "class" && $3 == c { f = 1; next }
+		f && $1 == "Sent" { print $4; exit }'
+}
+
+# classes_run TAG: a 2 s ib_write_bw from A to B; prints the packets of each
+# class, A's sent then B's, as "a1 a2 a3 a4 b1 b2 b3 b4" (deltas).
+classes_run() {
+	local before after c i
+	before=()
+	for c in 1:1 1:2 1:3 1:4; do before+=("$(class_pkts "$MR_A_NS" "$MR_A_IF" "$c")"); done
+	for c in 1:1 1:2 1:3 1:4; do before+=("$(class_pkts "$MR_B_NS" "$MR_B_IF" "$c")"); done
+	MR_PAIR_TIMEOUT=60 mr_pair "dscp_$1" "tcp:$PORT" \
+		ib_write_bw -d "$MR_B_DEV" -x "$MR_B_GIDX" -p "$PORT" -s 65536 -D 2 -- \
+		ib_write_bw -d "$MR_A_DEV" -x "$MR_A_GIDX" -p "$PORT" -s 65536 -D 2 "$MR_B_IP" >&2
+	after=()
+	for c in 1:1 1:2 1:3 1:4; do after+=("$(class_pkts "$MR_A_NS" "$MR_A_IF" "$c")"); done
+	for c in 1:1 1:2 1:3 1:4; do after+=("$(class_pkts "$MR_B_NS" "$MR_B_IF" "$c")"); done
+	for i in "${!after[@]}"; do printf '%s ' $((after[i] - before[i])); done
+	echo
+}
+
+# The traffic classes on the wire: sequenced packets carry "dscp", ACKs
+# "ctrl_dscp" and TC_PRIO_CONTROL, on both ends of a write.
+dscp() {
+	local d n
+	for d in "$MR_A_DEV" "$MR_B_DEV"; do
+		mr_defer tun_set "$d" dscp "$(cat "$(tun "$d" dscp)")"
+		mr_defer tun_set "$d" ctrl_dscp "$(cat "$(tun "$d" ctrl_dscp)")"
+	done
+	classes_setup "$MR_A_NS" "$MR_A_IF"
+	classes_setup "$MR_B_NS" "$MR_B_IF"
+	# A writes, B acknowledges: data in AF11, ACKs in CS6.
+	for d in "$MR_A_DEV" "$MR_B_DEV"; do
+		echo 10 >"$(tun "$d" dscp)"
+		echo 48 >"$(tun "$d" ctrl_dscp)"
+	done
+	read -ra n < <(classes_run marked)
+	mr_log "packets per class, dscp 10 / ctrl_dscp 48 (A: CS6 AF11 prio7 other; B: same): ${n[*]}"
+	((n[1] >= 1000)) || mr_fail "A sent ${n[1]} packets with DSCP 10, want >= 1000 data packets"
+	((n[4] >= 100)) || mr_fail "B sent ${n[4]} packets with DSCP 48, want >= 100 ACKs"
+	((n[5] <= n[4] / 10)) ||
+		mr_fail "B sent ${n[5]} DSCP 10 packets next to ${n[4]} ACKs: ACKs in the data class"
+	# Both 0: no filter matches, the priority map sorts: ACKs go in band 3.
+	for d in "$MR_A_DEV" "$MR_B_DEV"; do
+		echo 0 >"$(tun "$d" dscp)"
+		echo 0 >"$(tun "$d" ctrl_dscp)"
+	done
+	read -ra n < <(classes_run unmarked)
+	mr_log "packets per class, dscp 0 / ctrl_dscp 0: ${n[*]}"
+	((n[0] + n[1] + n[4] + n[5] == 0)) ||
+		mr_fail "packets matched a DSCP filter with both DSCPs 0"
+	((n[6] >= 100)) || mr_fail "B sent ${n[6]} packets at TC_PRIO_CONTROL, want >= 100 ACKs"
+	((n[3] >= 1000)) || mr_fail "A sent ${n[3]} packets at other priorities, want >= 1000 data packets"
+	((n[7] <= n[6] / 10)) ||
+		mr_fail "B sent ${n[7]} packets at other priorities next to ${n[6]} ACKs"
+}
+
 mr_run module_params module_params
 mr_setup two_hosts mr_two_hosts
 mr_run defaults defaults
 mr_run invalid invalid
 mr_run live live
+mr_run dscp dscp
 mr_done
