@@ -54,10 +54,13 @@ static int sx_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *t)
 		pkt_bighdr(p);
 	memcpy(p->hdr, t->hdr, t->hlen);
 	p->wire = t->hlen + t->plen + SIM_L1_L4;
-	/* Sequenced packets are ECN-capable; ACKs and ACK_REQs are not. */
-	p->ect = op != MR_OP_ACK && op != MR_OP_ACK_REQ;
-	/* ...and with cfg.ctrl_prio they go ahead of queued data. */
-	p->prio = !p->ect;
+	/* Every packet is ECT(0) (protocol section 5.3)... */
+	p->ect = 1;
+	/*
+	 * ...and the unsequenced ones carry the control DSCP, which a fabric
+	 * with cfg.ctrl_prio serves ahead of queued data.
+	 */
+	p->prio = !mr_op_sequenced(op);
 	host_send(sc->h, p);
 	return 0;
 }

@@ -129,6 +129,8 @@ static void roce_send(struct rqp *q, u32 src, u32 dst, int type, u32 psn,
 		if (first)
 			p->wire += SIM_ROCE_RETH;
 	} else if (type == R_CNP) {
+		/* CNPs have their own class (DSCP 48) in deployed fabrics. */
+		p->prio = 1;
 		p->wire += 16;
 	} else {
 		p->wire += 4;	/* AETH */

@@ -112,10 +112,13 @@ static void fabric_cfg(struct sim_cfg *c, u32 planes, u32 leaves, u32 hpl,
 	 */
 	c->planesel = PSEL_PIN;
 	/*
-	 * MRSIM_CTRL_PRIO: ACKs and ACK_REQs go ahead of queued data, 1 at
-	 * the sending host's NIC, 2 at every link as well (a strict-priority
-	 * class for control packets; sim-results.rst, alltoall).
+	 * The control class (MetaRoCE's ACK, ACK_REQ and RESET, RoCEv2's
+	 * CNP) goes ahead of queued data at every link, as a fabric serves
+	 * DSCP 48 with strict priority. MRSIM_CTRL_PRIO: 0 turns that off,
+	 * 1 keeps it at the sending host's NIC only (sim-results.rst,
+	 * alltoall).
 	 */
+	c->ctrl_prio = 2;
 	if (getenv("MRSIM_CTRL_PRIO"))
 		c->ctrl_prio = (u8)atoi(getenv("MRSIM_CTRL_PRIO"));
 	/* Engine tunables for a 100G, few-microsecond-RTT fabric. */
