@@ -13,6 +13,8 @@
  *    addresses) on every supported kernel; no dma_virt_ops setup is needed.
  *  - sysfs: rdma_set_device_sysfs_group() is gone by 6.1; drivers set
  *    ib_device_ops.device_group instead.
+ *  - restrack: ib_device_ops.fill_res_qp_entry(msg, ibqp) and the
+ *    rdma_nl_put_driver_*() helpers are the same on 6.1 and 6.12.
  */
 #ifndef _METAROCE_COMPAT_H
 #define _METAROCE_COMPAT_H

@@ -11,7 +11,9 @@
  * All of them, names and values, must fit in one netlink message of
  * NLMSG_DEFAULT_SIZE, or "rdma statistic" fails with EMSGSIZE: the 92 here
  * take about 3.5 KiB of the 3.7 available with 4 KiB pages (140, with three
- * more per path, did not fit). Per-path health is in debugfs instead.
+ * more per path, did not fit). Per-path health is per connection instead,
+ * in debugfs and in each RC QP's driver attributes ("rdma resource show qp
+ * -dd", restrack.c): see Telemetry in Documentation/admin-guide.rst.
  */
 
 #include <linux/build_bug.h>

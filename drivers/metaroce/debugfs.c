@@ -5,7 +5,8 @@
  * device, the connection's congestion state and, per
  * path, its UDP source port, state, weight, RTT, ECN fraction, window and
  * packet counts. Read while traffic runs; each peer is sampled under its
- * lock.
+ * lock. mr_path_info() takes a path's figures for this table and for
+ * "rdma resource show qp -dd" (restrack.c) alike.
  */
 
 #include <linux/debugfs.h>
@@ -27,9 +28,27 @@ static const char *mr_path_state_name(const struct mr_path *p)
 	}
 }
 
+void mr_path_info(const struct mr_path *p, struct mr_path_info *pi)
+{
+	pi->state = mr_path_state_name(p);
+	pi->sport = p->sport;
+	pi->weight = p->weight;
+	pi->alpha = p->alpha;
+	pi->srtt_us = p->srtt / 1000;
+	pi->rttvar_us = p->rttvar / 1000;
+	pi->min_rtt_us = p->min_rtt / 1000;
+	pi->cwnd = p->cwnd;
+	pi->inflight = p->inflight;
+	pi->tx_pkts = p->tx_pkts;
+	pi->retx = p->retx;
+	pi->lost = p->lost;
+	pi->timeouts = p->timeouts_total;
+}
+
 static void mr_peer_show(struct seq_file *m, struct mr_peer *peer)
 {
 	const struct mr_conn *c = &peer->conn;
+	struct mr_path_info pi;
 	u32 i;
 
 	spin_lock_bh(&peer->lock);
@@ -41,13 +60,12 @@ static void mr_peer_show(struct seq_file *m, struct mr_peer *peer)
 		   c->slow_start, c->dsn_una, c->dsn_nxt, c->rtx_cnt);
 	seq_puts(m, "  path sport state     weight srtt_us rttvar_us minrtt_us ecn_alpha cwnd inflight tx_pkts retx lost timeouts\n");
 	for (i = 0; i < c->npaths; i++) {
-		const struct mr_path *p = &c->path[i];
-
+		mr_path_info(&c->path[i], &pi);
 		seq_printf(m, "  %4u %5u %-9s %6u %7u %9u %9u %9u %4u %8u %7llu %4llu %4llu %8llu\n",
-			   i, p->sport, mr_path_state_name(p), p->weight,
-			   p->srtt / 1000, p->rttvar / 1000, p->min_rtt / 1000,
-			   p->alpha, p->cwnd, p->inflight, p->tx_pkts, p->retx,
-			   p->lost, p->timeouts_total);
+			   i, pi.sport, pi.state, pi.weight, pi.srtt_us,
+			   pi.rttvar_us, pi.min_rtt_us, pi.alpha, pi.cwnd,
+			   pi.inflight, pi.tx_pkts, pi.retx, pi.lost,
+			   pi.timeouts);
 	}
 	spin_unlock_bh(&peer->lock);
 }

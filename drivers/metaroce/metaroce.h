@@ -224,6 +224,29 @@ void mr_debugfs_exit(void);
 void mr_debugfs_add(struct mr_dev *dev);
 void mr_debugfs_remove(struct mr_dev *dev);
 
+/* One path's telemetry, as debugfs and "rdma resource" report it. */
+struct mr_path_info {
+	const char *state;	/* good, congested, dead or probing */
+	u16 sport;
+	u16 weight;		/* of MR_WEIGHT_ONE */
+	u16 alpha;		/* ECN fraction, of 1024 */
+	u32 srtt_us;
+	u32 rttvar_us;
+	u32 min_rtt_us;
+	u32 cwnd;		/* bytes: its share of the window */
+	u32 inflight;		/* bytes */
+	u64 tx_pkts;
+	u64 retx;
+	u64 lost;
+	u64 timeouts;
+};
+
+/* Take @p's figures (its peer's lock held). */
+void mr_path_info(const struct mr_path *p, struct mr_path_info *pi);
+
+/* restrack.c */
+int mr_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+
 /* sysfs.c */
 extern const struct attribute_group mr_attr_group;
 

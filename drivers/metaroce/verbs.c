@@ -189,6 +189,7 @@ const struct ib_device_ops mr_dev_ops = {
 	.destroy_cq = mr_destroy_cq,
 	.destroy_qp = mr_destroy_qp,
 	.destroy_srq = mr_destroy_srq,
+	.fill_res_qp_entry = mr_fill_res_qp_entry,
 	.get_dev_fw_str = mr_get_dev_fw_str,
 	.get_dma_mr = mr_get_dma_mr,
 	.get_hw_stats = mr_get_hw_stats,

@@ -18,7 +18,12 @@
 #                   ack_every, dead_after, ai_bytes, pacing and host_window
 #                   change and read back; the debugfs peers table shows the
 #                   connection and one row per path with a known state;
-#                   rdma statistic has per-path counters; the run completes;
+#                   rdma statistic has per-path counters; "rdma resource
+#                   show qp -dd" shows A's RC QP with its connection's
+#                   attributes: one "pathN" per path of the paths tunable,
+#                   each with a known state and a source port of the
+#                   transport's range, and packets sent on one at least;
+#                   the run completes;
 #                   afterwards the device's shared-window count (debugfs
 #                   "host ... inflight") is back to 0
 #   dscp            during ib_write_bw runs, counted by a prio qdisc on each
@@ -157,7 +162,34 @@ live_checks() {
 	((rows >= paths)) || mr_fail "$rows path rows with a known state, want $paths"
 	rdma statistic show link "$MR_A_DEV/1" | grep -qE 'path0_[a-z_]+ [0-9]+' ||
 		mr_fail "rdma statistic has no per-path counter"
+	res_checks "$paths"
 	echo 'done' >"$MR_TMP/live"
+}
+
+# res_checks PATHS: the driver attributes of A's RC QP in `rdma resource
+# show qp -dd` (Documentation/admin-guide.rst, Telemetry): its connection
+# with PATHS paths, each with a known state and a source port of the range
+# the transport picks from (49152-65535), and packets sent on one at least.
+res_checks() {
+	local res qp rows row sent=0
+	res=$(ip netns exec "$MR_A_NS" rdma resource show qp link "$MR_A_DEV/1" -dd)
+	qp=$(grep -m 1 -E ' type RC .* (drv_)?path0 ' <<<"$res") || {
+		printf '%s\n' "$res"
+		mr_fail "no RC QP with path attributes in rdma resource show qp -dd"
+	}
+	mr_log "rdma resource: $qp"
+	assert_match "connection attributes" \
+		" (drv_)?window [0-9]+ (drv_)?inflight [0-9]+ (drv_)?rate_hint_mbps [0-9]+ (drv_)?paths $1 " "$qp"
+	mapfile -t rows < <(grep -oE '(drv_)?path[0-9]+ sport=[0-9]+ state=[a-z]+ weight=[0-9]+ srtt_us=[0-9]+ ecn_pct=[0-9]+ cwnd=[0-9]+ inflight=[0-9]+ tx=[0-9]+ retx=[0-9]+' <<<"$qp")
+	((${#rows[@]} == $1)) || mr_fail "${#rows[@]} path attributes, want $1"
+	for row in "${rows[@]}"; do
+		[[ $row =~ sport=([0-9]+)\ state=(good|congested|dead|probing)\ .*\ tx=([0-9]+) ]] ||
+			mr_fail "path with an unknown state: $row"
+		((BASH_REMATCH[1] >= 49152 && BASH_REMATCH[1] <= 65535)) ||
+			mr_fail "source port out of range: $row"
+		((BASH_REMATCH[3] == 0)) || sent=1
+	done
+	((sent)) || mr_fail "no packet sent on any of the ${#rows[@]} paths"
 }
 
 live() {
