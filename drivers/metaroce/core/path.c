@@ -153,13 +153,7 @@ static u32 mr_path_rto_cap(const struct mr_conn *c, const struct mr_path *p,
 		rto = (u64)p->srtt + 4 * (u64)p->rttvar;
 	rto = mr_min64(rto, cap);
 	rto = mr_max64(rto, mr_max32(c->cfg.rto_min_ns, p->rto_floor));
-	/*
-	 * Back off only while no other path gets through: a path that stays
-	 * silent while the others deliver is failing on its own, and waiting
-	 * longer for it only delays its death (section 7.12).
-	 */
-	if (!p->overtaken)
-		rto <<= mr_min32(p->timeouts, 10);
+	rto <<= mr_min32(p->timeouts, 10);
 	return (u32)mr_min64(rto, c->cfg.rto_max_ns);
 }
 
