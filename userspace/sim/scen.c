@@ -134,7 +134,9 @@ static void fabric_cfg(struct sim_cfg *c, u32 planes, u32 leaves, u32 hpl,
 	m->rto_max_ns = 10 * MS;
 	m->ack_delay_ns = 2 * US;
 	m->ack_every = 16;
-	m->dead_after = 1;
+	/* MRSIM_DEAD_AFTER: the module's default is 3 (sim-results.rst) */
+	m->dead_after = getenv("MRSIM_DEAD_AFTER") ?
+			(u32)atoi(getenv("MRSIM_DEAD_AFTER")) : 1;
 	m->probe_ns = 20 * US;
 	m->msg_ack_ns = 100 * US;
 	m->epoch_quiet_ns = 1 * MS;
