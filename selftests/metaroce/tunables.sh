@@ -251,6 +251,15 @@ classes_run() {
 	echo
 }
 
+# set_dscp DATA CTRL: both devices' dscp and ctrl_dscp.
+set_dscp() {
+	local d
+	for d in "$MR_A_DEV" "$MR_B_DEV"; do
+		tun_set "$d" dscp "$1"
+		tun_set "$d" ctrl_dscp "$2"
+	done
+}
+
 # The traffic classes on the wire: sequenced packets carry "dscp", ACKs
 # "ctrl_dscp" and TC_PRIO_CONTROL, on both ends of a write.
 dscp() {
@@ -262,10 +271,7 @@ dscp() {
 	classes_setup "$MR_A_NS" "$MR_A_IF"
 	classes_setup "$MR_B_NS" "$MR_B_IF"
 	# A writes, B acknowledges: data in AF11, ACKs in CS6.
-	for d in "$MR_A_DEV" "$MR_B_DEV"; do
-		echo 10 >"$(tun "$d" dscp)"
-		echo 48 >"$(tun "$d" ctrl_dscp)"
-	done
+	set_dscp 10 48
 	read -ra n < <(classes_run marked)
 	mr_log "packets per class, dscp 10 / ctrl_dscp 48 (A: CS6 AF11 prio7 other; B: same): ${n[*]}"
 	((n[1] >= 1000)) || mr_fail "A sent ${n[1]} packets with DSCP 10, want >= 1000 data packets"
@@ -273,10 +279,7 @@ dscp() {
 	((n[5] <= n[4] / 10)) ||
 		mr_fail "B sent ${n[5]} DSCP 10 packets next to ${n[4]} ACKs: ACKs in the data class"
 	# Both 0: no filter matches, the priority map sorts: ACKs go in band 3.
-	for d in "$MR_A_DEV" "$MR_B_DEV"; do
-		echo 0 >"$(tun "$d" dscp)"
-		echo 0 >"$(tun "$d" ctrl_dscp)"
-	done
+	set_dscp 0 0
 	read -ra n < <(classes_run unmarked)
 	mr_log "packets per class, dscp 0 / ctrl_dscp 0: ${n[*]}"
 	((n[0] + n[1] + n[4] + n[5] == 0)) ||
