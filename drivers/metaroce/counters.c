@@ -93,6 +93,7 @@ static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	[E(MR_ST_RX_EPOCH_RESTORED)]	= { .name = "epoch_restored" },
 	[E(MR_ST_RTO_SPURIOUS)]		= { .name = "timeouts_spurious" },
 	[E(MR_ST_RTX_CANCELLED)]	= { .name = "retransmits_cancelled" },
+	[E(MR_ST_RETX_OVERDUE)]		= { .name = "retransmits_overdue" },
 	[E(MR_ST_MAX)]			= { .name = "retransmits" },
 
 	[D(0)]	= { .name = "drop_no_conn" },
@@ -118,7 +119,7 @@ static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	MR_PATH_DESCS(15),
 };
 
-static_assert(MR_ST_MAX == 29, "name every engine counter");
+static_assert(MR_ST_MAX == 30, "name every engine counter");
 static_assert(MR_NDROP == 14, "name every counted drop reason");
 static_assert(MR_MAX_PATHS == 16, "name every path");
 
@@ -152,7 +153,8 @@ int mr_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 	mr_peers_totals(dev, t);
 	for (i = 0; i < MR_ST_MAX; i++)
 		v[E(i)] = t->stats[i];
-	v[E(MR_ST_MAX)] = t->stats[MR_ST_RETX_SACK] + t->stats[MR_ST_RETX_RTO];
+	v[E(MR_ST_MAX)] = t->stats[MR_ST_RETX_SACK] + t->stats[MR_ST_RETX_RTO] +
+			  t->stats[MR_ST_RETX_OVERDUE];
 	for (i = 0; i < MR_NDROP; i++)
 		v[D(i)] = t->drops[mr_drop_counted[i]];
 	for (i = 0; i < MR_MAX_PATHS; i++) {

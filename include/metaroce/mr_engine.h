@@ -115,6 +115,14 @@ struct mr_path {
 	u32 dsn[MR_PATH_WND];	/* slot psn % MR_PATH_WND: DSN sent there */
 	u16 len[MR_PATH_WND];	/* and its wire length */
 	u32 out[MR_PATH_WND / 32];	/* slot outstanding */
+	/*
+	 * Slot overdue (protocol.rst, 7.5): its segment was queued again
+	 * and its bytes left the connection's inflight, but it stays
+	 * outstanding, and in the path's inflight, until acknowledged or
+	 * timed out. overdue_psn: no slot before it is still to be judged.
+	 */
+	u32 overdue[MR_PATH_WND / 32];
+	u32 overdue_psn;
 	/* telemetry */
 	u64 tx_pkts;
 	u64 tx_bytes;
@@ -163,6 +171,7 @@ struct mr_seg {
 	u32 total;		/* message length (responses) */
 	u32 psn;		/* latest transmission */
 	u32 key;		/* READ response: the source rkey */
+	u32 sent;		/* latest transmission, ns (low 32 bits) */
 	u8 path;
 	u8 kind;
 	u8 state;
@@ -202,6 +211,7 @@ enum mr_stat {
 	MR_ST_RX_EPOCH_RESTORED, /* a displaced epoch came back: window restored */
 	MR_ST_RTO_SPURIOUS,	/* timeout series undone: the packet came late */
 	MR_ST_RTX_CANCELLED,	/* queued retransmits dropped: the original came */
+	MR_ST_RETX_OVERDUE,	/* retransmits of packets a later one overtook */
 	MR_ST_MAX
 };
 
@@ -510,6 +520,8 @@ struct mr_conn {
 	u32 rtx_cnt;		/* segments waiting for retransmission */
 	u32 rto_credit;		/* retransmissions allowed past a full window */
 	u32 rtx_scan;		/* no queued segment has a lower DSN */
+	u32 rack_ts;		/* latest send time (ns, low 32 bits) acked */
+	u8 rack_valid;		/* rack_ts is set */
 	u32 wnd;		/* connection window, bytes */
 	u32 inflight;		/* bytes, all paths */
 	u32 host_acct;		/* inflight as last told to ops->host_window */

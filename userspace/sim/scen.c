@@ -227,7 +227,8 @@ static void retx_counts(int proto, u64 *retx, u64 *rto)
 		u64 st[MR_ST_MAX];
 
 		mr_stats_total(st);
-		*retx = st[MR_ST_RETX_SACK] + st[MR_ST_RETX_RTO];
+		*retx = st[MR_ST_RETX_SACK] + st[MR_ST_RETX_RTO] +
+			st[MR_ST_RETX_OVERDUE];
 		*rto = st[MR_ST_RETX_RTO];
 	} else {
 		*retx = S->roce_retx;

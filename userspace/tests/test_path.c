@@ -117,6 +117,10 @@ static void send_segs(struct ep *e, u32 n)
 	ep_tx(e);
 }
 
+/*
+ * The bytes in flight, if every path's and the connection's agree with the
+ * outstanding slots (an overdue slot counts in its path's only); else ~0.
+ */
 static u64 inflight_sum(const struct ep *e)
 {
 	u64 s = 0;
@@ -126,12 +130,18 @@ static u64 inflight_sum(const struct ep *e)
 		const struct mr_path *p = &e->c.path[i];
 		u64 ps = 0;
 
-		for (k = 0; k < MR_PATH_WND; k++)
-			if (mr_bit_test(p->out, k))
-				ps += p->len[k];
+		for (k = 0; k < MR_PATH_WND; k++) {
+			if (!mr_bit_test(p->out, k)) {
+				if (mr_bit_test(p->overdue, k))
+					return ~0ull;
+				continue;
+			}
+			ps += p->len[k];
+			if (!mr_bit_test(p->overdue, k))
+				s += p->len[k];
+		}
 		if (ps != p->inflight)
 			return ~0ull;
-		s += ps;
 	}
 	return s == e->c.inflight ? s : ~0ull;
 }
@@ -1243,6 +1253,119 @@ static void test_rto_credit(void)
 	ep_free(e);
 }
 
+/* Two paths with 20 us round trips; path 0 backed off once (RTO 2 ms). */
+static struct ep *overdue_ep(struct mr_conn_cfg *cfg, u32 id)
+{
+	struct ep *e;
+	u32 i;
+
+	mr_conn_cfg_default(cfg);
+	e = two_paths(cfg, id);
+	for (i = 0; i < 2; i++) {
+		e->c.path[i].srtt = 20 * US;
+		e->c.path[i].rttvar = 5 * US;
+	}
+	e->c.path[0].timeouts = 1;
+	return e;
+}
+
+/*
+ * Overdue transmissions (protocol section 7.5): out for longer than the
+ * path's RTO without backoff (here rto_min_ns, 1 ms) while a packet sent
+ * after it was acknowledged on another path, a packet is sent again at
+ * once; its path keeps the slot until an ACK or its own timeout.
+ */
+static void test_overdue(void)
+{
+	struct mr_conn_cfg cfg;
+	struct ep *e;
+	struct mr_path *p0, *p1;
+	struct mr_ack a;
+	u64 t0, infl0, cinfl;
+	u32 c_tx, d_tx, before, una;
+
+	e = overdue_ep(&cfg, 0x23);
+	p0 = &e->c.path[0];
+	p1 = &e->c.path[1];
+	t0 = e->now;
+	send_segs(e, 1);
+	c_tx = e->ntx - 1;
+	e->now += 10 * US;
+	send_segs(e, 1);
+	d_tx = e->ntx - 1;
+	tap_ok(e->ntx == 2 && e->tx[c_tx].h.path == 0 && e->tx[d_tx].h.path == 1,
+	       "overdue: C on path 0, D 10 us later on path 1");
+	e->now += 30 * US;
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 1, d_tx, (u32)(e->now - 30 * US));
+	ep_rx_ack(e, &a);
+	tap_ok(!e->c.stats[MR_ST_RETX_OVERDUE] && !e->c.rtx_cnt &&
+	       p1->una == p1->nxt &&
+	       mr_path_next_timer(&e->c) == t0 + cfg.rto_min_ns,
+	       "D acknowledged, C 40 us old: not overdue; the timer is set for 1 ms after C was sent (%lld ns off)",
+	       (long long)(mr_path_next_timer(&e->c) - (t0 + cfg.rto_min_ns)));
+	e->now = t0 + cfg.rto_min_ns;
+	infl0 = p0->inflight;
+	cinfl = e->c.inflight;
+	una = p0->una;
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(e->c.stats[MR_ST_RETX_OVERDUE] == 1 && e->c.rtx_cnt == 1 &&
+	       !e->c.stats[MR_ST_RETX_RTO] && p0->timeouts == 1 &&
+	       p0->una == una && p0->nxt == una + 1 && p0->inflight == infl0 &&
+	       e->c.inflight + infl0 == cinfl && inflight_sum(e) != ~0ull &&
+	       p0->lost == 1,
+	       "at 1 ms C is overdue, before path 0's 2 ms timeout: queued again; its slot stays on path 0, its bytes leave only the connection's window");
+	before = e->ntx;
+	ep_tx(e);
+	tap_ok(e->ntx == before + 1 && e->tx[before].h.path == 1 &&
+	       e->tx[before].h.dsn == e->tx[c_tx].h.dsn &&
+	       (e->tx[before].h.flags & MR_F_RETX),
+	       "C goes again at once, on path 1, flagged RETX");
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(e->c.stats[MR_ST_RETX_OVERDUE] == 1 && !e->c.rtx_cnt,
+	       "an overdue slot is judged once");
+	/* path 0's original arrives after all */
+	e->now += 10 * US;
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, c_tx, (u32)t0);
+	ep_rx_ack(e, &a);
+	tap_ok(p0->una == p0->nxt && !p0->inflight && inflight_sum(e) != ~0ull &&
+	       p0->lost == 1 && !e->c.stats[MR_ST_RTX_CANCELLED] &&
+	       e->c.segs[e->tx[c_tx].h.dsn & e->c.seg_mask].state ==
+	       MR_SEGS_INFLIGHT,
+	       "the late original clears path 0's slot; the retransmission stays in flight");
+	ep_free(e);
+
+	/* No packet sent after it acknowledged: the path's timeout decides. */
+	e = overdue_ep(&cfg, 0x24);
+	p0 = &e->c.path[0];
+	t0 = e->now;
+	send_segs(e, 1);
+	c_tx = e->ntx - 1;
+	e->now = t0 + 3 * cfg.rto_min_ns / 2;
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(!e->c.stats[MR_ST_RETX_OVERDUE] && !e->c.rtx_cnt &&
+	       p0->una != p0->nxt,
+	       "overdue: with nothing later acknowledged, C is not overdue after 1.5 ms");
+	send_segs(e, 1);
+	d_tx = e->ntx - 1;
+	e->now += 20 * US;
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 1, d_tx, (u32)(e->now - 20 * US));
+	ep_rx_ack(e, &a);
+	tap_ok(e->tx[d_tx].h.path == 1 &&
+	       e->c.stats[MR_ST_RETX_OVERDUE] == 1 && e->c.rtx_cnt == 1,
+	       "the ACK of a packet sent after it makes it overdue at once");
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, c_tx, (u32)t0);
+	ep_rx_ack(e, &a);
+	tap_ok(!e->c.rtx_cnt && e->c.stats[MR_ST_RTX_CANCELLED] == 1 &&
+	       e->c.dsn_una == e->c.dsn_nxt && !e->c.inflight &&
+	       inflight_sum(e) == 0,
+	       "its original, acknowledged before the retransmission went, completes it: cancelled");
+	ep_free(e);
+}
+
 int main(void)
 {
 	tap_start();
@@ -1262,6 +1385,7 @@ int main(void)
 	test_rto_floor();
 	test_rto_cap();
 	test_rto_credit();
+	test_overdue();
 	test_stall_no_death();
 	test_overtaken();
 	test_ecn_weight();

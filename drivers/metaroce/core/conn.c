@@ -408,6 +408,7 @@ again:
 	s->state = MR_SEGS_INFLIGHT;
 	s->path = (u8)path;
 	s->psn = c->path[path].nxt - 1;
+	s->sent = (u32)now;
 	if (s->ntx < 255)
 		s->ntx++;
 	if (s->ntx > 1)
@@ -742,6 +743,7 @@ static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_hdr *h,
 	}
 	for (i = 0; i < ack->npath; i++)
 		mr_path_on_ack(c, &ack->path[i], now);
+	mr_paths_overdue(c, now);
 	/* Everything below dsn_cum was processed, whatever the blocks said. */
 	if (mr_seq_le(ack->dsn_cum, c->dsn_nxt)) {
 		for (d = c->dsn_una; mr_seq_lt(d, ack->dsn_cum); d++) {

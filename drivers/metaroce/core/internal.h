@@ -110,6 +110,7 @@ void mr_path_sent(struct mr_conn *c, u32 id, u32 dsn, u32 wire_len, u64 now);
 void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap,
 		    u64 now);
 void mr_path_timeouts(struct mr_conn *c, u64 now);
+void mr_paths_overdue(struct mr_conn *c, u64 now);
 u64 mr_path_next_timer(const struct mr_conn *c);
 void mr_path_repick(struct mr_conn *c, struct mr_path *p);
 void mr_paths_rebalance(struct mr_conn *c);

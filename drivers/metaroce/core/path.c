@@ -108,6 +108,7 @@ void mr_path_init(struct mr_conn *c, struct mr_path *p, u32 id, u64 now)
 	p->una = c->epoch;
 	p->nxt = c->epoch;
 	p->sack_hi = c->epoch;
+	p->overdue_psn = c->epoch;
 	p->last_progress = now;
 	p->weight = MR_WEIGHT_ONE;
 	p->state = MR_PATH_GOOD;
@@ -139,6 +140,20 @@ static u64 mr_rto_cap(const struct mr_conn *c)
 	return best ? 2 * best : MR_U64_MAX;
 }
 
+/* A path's RTO without backoff. */
+static u64 mr_path_rto_base(const struct mr_conn *c, const struct mr_path *p,
+			    u64 cap)
+{
+	u64 rto;
+
+	if (!p->srtt)
+		rto = c->cfg.rto_init_ns;
+	else
+		rto = (u64)p->srtt + 4 * (u64)p->rttvar;
+	rto = mr_min64(rto, cap);
+	return mr_max64(rto, mr_max32(c->cfg.rto_min_ns, p->rto_floor));
+}
+
 static u32 mr_path_rto_cap(const struct mr_conn *c, const struct mr_path *p,
 			   u64 cap)
 {
@@ -147,13 +162,7 @@ static u32 mr_path_rto_cap(const struct mr_conn *c, const struct mr_path *p,
 	/* A dead path's outstanding packet is a probe: it has its own pace. */
 	if (p->state == MR_PATH_DEAD)
 		return c->cfg.probe_ns;
-	if (!p->srtt)
-		rto = c->cfg.rto_init_ns;
-	else
-		rto = (u64)p->srtt + 4 * (u64)p->rttvar;
-	rto = mr_min64(rto, cap);
-	rto = mr_max64(rto, mr_max32(c->cfg.rto_min_ns, p->rto_floor));
-	rto <<= mr_min32(p->timeouts, 10);
+	rto = mr_path_rto_base(c, p, cap) << mr_min32(p->timeouts, 10);
 	return (u32)mr_min64(rto, c->cfg.rto_max_ns);
 }
 
@@ -208,7 +217,11 @@ static u32 mr_slot_clear(struct mr_conn *c, struct mr_path *p, u32 psn)
 
 	mr_bit_clear(p->out, slot);
 	p->inflight -= len;
-	c->inflight -= len;
+	/* An overdue slot's bytes already left the connection's inflight. */
+	if (mr_bit_test(p->overdue, slot))
+		mr_bit_clear(p->overdue, slot);
+	else
+		c->inflight -= len;
 	return len;
 }
 
@@ -232,8 +245,17 @@ static void mr_slot_acked(struct mr_conn *c, struct mr_path *p, u32 id,
 	struct mr_seg *s = mr_slot_seg(c, p, id, psn);
 
 	mr_slot_clear(c, p, psn);
-	if (s)
-		mr_seg_release(c, s, now);
+	if (!s)
+		return;
+	/* The latest send time of a packet known to have arrived. */
+	if (!c->rack_valid || (s32)(s->sent - c->rack_ts) > 0) {
+		c->rack_ts = s->sent;
+		c->rack_valid = 1;
+	}
+	/* An overdue packet that arrived after all: no duplicate. */
+	if (s->state == MR_SEGS_QUEUED)
+		mr_stat(c, MR_ST_RTX_CANCELLED, 1);
+	mr_seg_release(c, s, now);
 }
 
 /* The transmission (p, psn) is lost: queue its segment again. */
@@ -242,13 +264,109 @@ static void mr_slot_lost(struct mr_conn *c, struct mr_path *p, u32 id,
 {
 	struct mr_seg *s = mr_slot_seg(c, p, id, psn);
 
+	/* An overdue slot was counted lost when it became overdue. */
+	if (!mr_bit_test(p->overdue, psn % MR_PATH_WND))
+		p->lost++;
 	mr_slot_clear(c, p, psn);
-	p->lost++;
 	/* Only the segment's latest transmission decides. */
 	if (!s || s->state != MR_SEGS_INFLIGHT)
 		return;
 	mr_seg_queue_rtx(c, s);
 	mr_stat(c, rto ? MR_ST_RETX_RTO : MR_ST_RETX_SACK, 1);
+}
+
+/*
+ * The first slot of @p still to be judged from @psn on, and its segment;
+ * 0 if none: slots acknowledged, already overdue, or whose segment went
+ * out again elsewhere (or is queued to) are judged.
+ */
+static int mr_overdue_next(const struct mr_conn *c, const struct mr_path *p,
+			   u32 id, u32 *psn, struct mr_seg **seg)
+{
+	u32 q = *psn;
+
+	if (q - p->una > p->nxt - p->una)
+		q = p->una;
+	for (; q != p->nxt; q++) {
+		u32 slot = q % MR_PATH_WND;
+		struct mr_seg *s;
+
+		if (!mr_bit_test(p->out, slot) ||
+		    mr_bit_test(p->overdue, slot))
+			continue;
+		/* mr_slot_seg(), read-only */
+		s = &c->segs[p->dsn[slot] & c->seg_mask];
+		if (s->state != MR_SEGS_INFLIGHT || s->dsn != p->dsn[slot] ||
+		    s->path != id || s->psn != q)
+			continue;
+		*psn = q;
+		*seg = s;
+		return 1;
+	}
+	*psn = q;
+	return 0;
+}
+
+/*
+ * Overdue packets (protocol.rst, 7.5). A path delivers in order, so a
+ * hole in its own SACK bitmap is a loss; across paths, the evidence is
+ * time. A packet is overdue when a packet sent after it, on any path, has
+ * been acknowledged, and it has been out for longer than its path's RTO
+ * without backoff. Its segment is sent again on another path at once: the
+ * path's own timeout, measured from its last progress and backed off,
+ * can be several times longer (a failed plane's paths take three of them
+ * to die, and every message sprayed over them waits). The slot stays
+ * outstanding: the path's timer still runs on it and the path gets no new
+ * data in its place, but its bytes leave the connection's window, which
+ * the retransmission needs. Nothing else about the path changes, so a
+ * packet that was only late costs one duplicate.
+ */
+void mr_paths_overdue(struct mr_conn *c, u64 now)
+{
+	u64 cap = mr_rto_cap(c);
+	u32 i;
+
+	if (!c->rack_valid)
+		return;
+	for (i = 0; i < c->npaths; i++) {
+		struct mr_path *p = &c->path[i];
+		struct mr_seg *s;
+		u32 psn = p->overdue_psn;
+
+		if (!p->srtt || p->state == MR_PATH_DEAD)
+			continue;
+		/* Slots go out in psn order: the first not overdue ends it. */
+		while (mr_overdue_next(c, p, i, &psn, &s)) {
+			u32 slot = psn % MR_PATH_WND;
+
+			if ((s32)(c->rack_ts - s->sent) <= 0 ||
+			    (u32)now - s->sent < mr_path_rto_base(c, p, cap))
+				break;
+			mr_bit_set(p->overdue, slot);
+			c->inflight -= p->len[slot];
+			p->lost++;
+			mr_seg_queue_rtx(c, s);
+			mr_stat(c, MR_ST_RETX_OVERDUE, 1);
+			psn++;
+		}
+		p->overdue_psn = psn;
+	}
+}
+
+/* When the next slot of @p becomes overdue, or MR_U64_MAX. */
+static u64 mr_overdue_timer(const struct mr_conn *c, const struct mr_path *p,
+			    u32 id, u64 cap)
+{
+	struct mr_seg *s;
+	u32 psn = p->overdue_psn;
+
+	if (!c->rack_valid || !p->srtt || p->state == MR_PATH_DEAD ||
+	    !mr_overdue_next(c, p, id, &psn, &s) ||
+	    (s32)(c->rack_ts - s->sent) <= 0)
+		return MR_U64_MAX;
+	/* idle_since is the last send: s->sent is at most that. */
+	return c->idle_since - (u32)((u32)c->idle_since - s->sent) +
+	       mr_path_rto_base(c, p, cap);
 }
 
 static void mr_path_rtt_sample(struct mr_path *p, u32 rtt)
@@ -685,6 +803,7 @@ probe:
 	}
 	if (changed)
 		mr_paths_rebalance(c);
+	mr_paths_overdue(c, now);
 }
 
 void mr_paths_requeue(struct mr_conn *c)
@@ -716,6 +835,7 @@ u64 mr_path_next_timer(const struct mr_conn *c)
 					mr_path_rto_cap(c, p, cap));
 		if (p->state == MR_PATH_DEAD)
 			t = mr_min64(t, p->next_probe);
+		t = mr_min64(t, mr_overdue_timer(c, p, i, cap));
 	}
 	return t;
 }
