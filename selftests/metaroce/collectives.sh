@@ -280,7 +280,8 @@ coll_metaroce() {
 	seg=$(segments "$1")
 	mr_log "data segments sent per device (${HOSTS_NS[*]}): $seg;" \
 		"retransmitted: $(segments "$1" retransmits_sack) after SACK," \
-		"$(segments "$1" retransmits_timeout) after timeouts;" \
+		"$(segments "$1" retransmits_timeout) after timeouts," \
+		"$(segments "$1" retransmits_overdue) overdue;" \
 		"paths declared dead: $(segments "$1" path_dead);" \
 		"probes sent: $(segments "$1" probes_tx)"
 	for d in $seg; do

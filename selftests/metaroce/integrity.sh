@@ -73,7 +73,7 @@ transfer() {
 summary() {
 	local c out=""
 	for c in data_segments_tx retransmits_sack retransmits_timeout \
-		retransmits_cancelled timeouts_spurious drop_duplicate \
+		retransmits_overdue retransmits_cancelled timeouts_spurious drop_duplicate \
 		rx_drop_backlog path_dead rnr_naks_tx; do
 		out+=" $c=$(mr_stat_delta "$1" "$2" "$c")"
 	done

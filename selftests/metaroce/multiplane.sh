@@ -33,9 +33,7 @@
 #                   100 ms window (from a sample) under 70 % of the
 #                   surviving planes' capacity ends, among the windows
 #                   that start in the first 500 ms after the failure (0
-#                   if there is none); it is logged, not asserted: the
-#                   issue's 100 ms is not met (see "Plane failure" in
-#                   Documentation/admin-guide.rst). From
+#                   if there is none); it must be 100 ms at most. From
 #                   100 ms after the failure until the plane returns, the
 #                   data rate is at least 70 % of that capacity on
 #                   average, and at least 50 % over every 500 ms window
@@ -346,6 +344,7 @@ recovery_check() {
 			100 * min / cap, back70 * 1000, rec * 1000, 100 * lo / cap, maxdt * 1000,
 			(td ? 100 * pd / td : 0) >res
 		if (k < 5) { print "too few samples during the failure"; exit 1 }
+		if (rec > 0.1) { print "recovery took longer than 100 ms"; exit 1 }
 		if (mean < 0.7 * cap || min < 0.5 * cap) exit 1
 		if (!td || pd < 0.15 * td) exit 1
 	}' "$1"
@@ -384,13 +383,15 @@ recovery() {
 	on=$(<"$MR_TMP/on") back=$(<"$MR_TMP/back")
 	dead=$(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" path_dead)
 	mr_log "$(wc -l <"$MR_TMP/samples") samples; paths declared dead: $dead;" \
-		"timeout retransmits: $(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" retransmits_timeout)"
+		"timeout retransmits: $(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" retransmits_timeout);" \
+		"overdue retransmits: $(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" retransmits_overdue)"
 	mr_result_file samples "$MR_TMP/samples"
 	recovery_check "$MR_TMP/samples" "$on" "$back" || rc=$?
 	mr_result planes="$PLANES" rate_bps="$RATE_BPS" plane=1 on="$on" back="$back" \
-		mbps="$BW" paths_dead="$dead" timeout_retx="$(mr_stat_delta "$MR_TMP/a.before" \
+		mbps="$BW" paths_dead="$dead" overdue_retx="$(mr_stat_delta "$MR_TMP/a.before" \
+		"$MR_TMP/a.after" retransmits_overdue)" timeout_retx="$(mr_stat_delta "$MR_TMP/a.before" \
 		"$MR_TMP/a.after" retransmits_timeout)" "$(cat "$MR_TMP/recovery.res" 2>/dev/null)"
-	((rc == 0)) || mr_fail "the surviving planes were not used well enough (above)"
+	((rc == 0)) || mr_fail "the surviving planes were not used well enough, or not within 100 ms (above)"
 }
 
 congestion() {
