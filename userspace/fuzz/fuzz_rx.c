@@ -250,13 +250,22 @@ static void check_invariants(void)
 	for (i = 0; i < MR_MAX_PATHS; i++) {
 		const struct mr_path *p = &c->path[i];
 		u32 out = p->nxt - p->una, nbits = 0;
-		u64 sum = 0;
+		u64 sum = 0, overdue = 0;
 
 		CHECK(out <= MR_PATH_WND);
 		CHECK(i < c->npaths || !out);
-		for (k = 0; k < out; k++)
-			if (mr_bit_test(p->out, (p->una + k) % MR_PATH_WND))
-				sum += p->len[(p->una + k) % MR_PATH_WND];
+		for (k = 0; k < out; k++) {
+			u32 slot = (p->una + k) % MR_PATH_WND;
+
+			if (!mr_bit_test(p->out, slot))
+				continue;
+			sum += p->len[slot];
+			if (mr_bit_test(p->overdue, slot))
+				overdue += p->len[slot];
+		}
+		/* only an outstanding slot can be overdue */
+		for (k = 0; k < MR_PATH_WND / 32; k++)
+			CHECK(!(p->overdue[k] & ~p->out[k]));
 		for (k = 0; k < MR_PATH_WND / 32; k++)
 			nbits += (u32)__builtin_popcount(p->out[k]);
 		/* no slot outstanding outside [una, nxt), una itself is */
@@ -268,7 +277,8 @@ static void check_invariants(void)
 		CHECK(sum == p->inflight);
 		CHECK(p->weight <= MR_WEIGHT_ONE && p->alpha <= 1024);
 		CHECK(p->state != MR_PATH_DEAD || !p->weight);
-		total += sum;
+		/* an overdue slot's bytes are in its path's inflight only */
+		total += sum - overdue;
 	}
 	CHECK(total == c->inflight);
 	{
