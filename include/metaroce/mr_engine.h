@@ -520,7 +520,8 @@ struct mr_conn {
 	u32 rtx_cnt;		/* segments waiting for retransmission */
 	u32 rto_credit;		/* retransmissions allowed past a full window */
 	u32 rtx_scan;		/* no queued segment has a lower DSN */
-	u32 rack_ts;		/* latest send time (ns, low 32 bits) acked */
+	u64 rack_ts;		/* latest send time (ns) of a packet acked */
+	u32 rack_rtt;		/* that packet's round trip, ns */
 	u8 rack_valid;		/* rack_ts is set */
 	u32 wnd;		/* connection window, bytes */
 	u32 inflight;		/* bytes, all paths */

@@ -1272,8 +1272,9 @@ static struct ep *overdue_ep(struct mr_conn_cfg *cfg, u32 id)
 /*
  * Overdue transmissions (protocol section 7.5): out for longer than the
  * path's RTO without backoff (here rto_min_ns, 1 ms) while a packet sent
- * after it was acknowledged on another path, a packet is sent again at
- * once; its path keeps the slot until an ACK or its own timeout.
+ * after it by at least that RTO's margin over the round trip (1 ms - 20
+ * us) was acknowledged on another path, a packet is sent again at once;
+ * its path keeps the slot until an ACK or its own timeout.
  */
 static void test_overdue(void)
 {
@@ -1287,6 +1288,7 @@ static void test_overdue(void)
 	e = overdue_ep(&cfg, 0x23);
 	p0 = &e->c.path[0];
 	p1 = &e->c.path[1];
+	p0->timeouts = 2;	/* its RTO is 4 ms */
 	t0 = e->now;
 	send_segs(e, 1);
 	c_tx = e->ntx - 1;
@@ -1295,14 +1297,39 @@ static void test_overdue(void)
 	d_tx = e->ntx - 1;
 	tap_ok(e->ntx == 2 && e->tx[c_tx].h.path == 0 && e->tx[d_tx].h.path == 1,
 	       "overdue: C on path 0, D 10 us later on path 1");
-	e->now += 30 * US;
+	/* as if this host had stalled: D's ACK is applied 1.5 ms after C */
+	e->now = t0 + 3 * cfg.rto_min_ns / 2;
 	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 1, d_tx, (u32)(e->now - 30 * US));
+	ep_ack_sent(e, &a, 1, d_tx, (u32)(e->now - 20 * US));
+	ep_rx_ack(e, &a);
+	tap_ok(!e->c.stats[MR_ST_RETX_OVERDUE] && !e->c.rtx_cnt &&
+	       p1->una == p1->nxt && e->c.rack_rtt == 1490 * US,
+	       "D, sent 10 us after C, acknowledged when C is 1.5 ms old (D's round trip 1.49 ms): C is not overdue");
+	e->now = t0 + 1490 * US + 980 * US;
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(e->c.stats[MR_ST_RETX_OVERDUE] == 1 && !e->c.stats[MR_ST_RETX_RTO],
+	       "it is at 1.49 ms + 980 us (the RTO's margin over the 20 us round trip), before path 0's 4 ms timeout");
+	ep_free(e);
+
+	e = overdue_ep(&cfg, 0x25);
+	p0 = &e->c.path[0];
+	p1 = &e->c.path[1];
+	t0 = e->now;
+	send_segs(e, 1);
+	c_tx = e->ntx - 1;
+	e->now += 985 * US;
+	send_segs(e, 1);
+	d_tx = e->ntx - 1;
+	tap_ok(e->ntx == 2 && e->tx[c_tx].h.path == 0 && e->tx[d_tx].h.path == 1,
+	       "overdue: C on path 0, D 985 us later on path 1");
+	e->now += 10 * US;
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 1, d_tx, (u32)(e->now - 10 * US));
 	ep_rx_ack(e, &a);
 	tap_ok(!e->c.stats[MR_ST_RETX_OVERDUE] && !e->c.rtx_cnt &&
 	       p1->una == p1->nxt &&
 	       mr_path_next_timer(&e->c) == t0 + cfg.rto_min_ns,
-	       "D acknowledged, C 40 us old: not overdue; the timer is set for 1 ms after C was sent (%lld ns off)",
+	       "D acknowledged, C 995 us old: not overdue; the timer is set for 1 ms after C was sent (%lld ns off)",
 	       (long long)(mr_path_next_timer(&e->c) - (t0 + cfg.rto_min_ns)));
 	e->now = t0 + cfg.rto_min_ns;
 	infl0 = p0->inflight;
@@ -1363,6 +1390,16 @@ static void test_overdue(void)
 	       e->c.dsn_una == e->c.dsn_nxt && !e->c.inflight &&
 	       inflight_sum(e) == 0,
 	       "its original, acknowledged before the retransmission went, completes it: cancelled");
+	/* 3 s later (past 2^31 ns, where the low 32 bits of times wrap) */
+	e->now += 3000 * MS;
+	send_segs(e, 1);
+	e->now += 3 * cfg.rto_min_ns / 2;
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(e->c.stats[MR_ST_RETX_OVERDUE] == 1 &&
+	       e->c.stats[MR_ST_RETX_RTO] == 1,
+	       "a packet sent 3 s after the last one acknowledged is not overdue 1.5 ms later: its path's timeout resends it (%llu overdue, %llu on timeouts)",
+	       (unsigned long long)e->c.stats[MR_ST_RETX_OVERDUE],
+	       (unsigned long long)e->c.stats[MR_ST_RETX_RTO]);
 	ep_free(e);
 }
 

@@ -238,18 +238,30 @@ static struct mr_seg *mr_slot_seg(struct mr_conn *c, struct mr_path *p,
 	return s && s->path == id && s->psn == psn ? s : NULL;
 }
 
+/*
+ * When @s was last sent. A segment keeps the low 32 bits of the time (4.29
+ * s); idle_since, the time of the latest transmission, completes them.
+ */
+static u64 mr_seg_sent(const struct mr_conn *c, const struct mr_seg *s)
+{
+	return c->idle_since - (u32)((u32)c->idle_since - s->sent);
+}
+
 /* The transmission (p, psn) arrived: its segment was processed. */
 static void mr_slot_acked(struct mr_conn *c, struct mr_path *p, u32 id,
 			  u32 psn, u64 now)
 {
 	struct mr_seg *s = mr_slot_seg(c, p, id, psn);
+	u64 sent;
 
 	mr_slot_clear(c, p, psn);
 	if (!s)
 		return;
 	/* The latest send time of a packet known to have arrived. */
-	if (!c->rack_valid || (s32)(s->sent - c->rack_ts) > 0) {
-		c->rack_ts = s->sent;
+	sent = mr_seg_sent(c, s);
+	if (!c->rack_valid || sent >= c->rack_ts) {
+		c->rack_ts = sent;
+		c->rack_rtt = (u32)mr_min64(now - sent, MR_U32_MAX);
 		c->rack_valid = 1;
 	}
 	/* An overdue packet that arrived after all: no duplicate. */
@@ -308,18 +320,36 @@ static int mr_overdue_next(const struct mr_conn *c, const struct mr_path *p,
 }
 
 /*
+ * How long @p's transmissions may be out before they are overdue (@base:
+ * its RTO without backoff): the RTO, or the round trip of the latest
+ * packet acknowledged plus the RTO's margin over the path's round trip,
+ * if that is longer. Time since the transmission alone is not enough: a
+ * host that stalls finds every packet old when it resumes, and may apply
+ * the ACK of a later packet before the ACK, queued behind it, of an
+ * earlier one; that later packet's round trip then includes the stall.
+ */
+static u64 mr_overdue_after(const struct mr_conn *c, const struct mr_path *p,
+			    u64 base)
+{
+	u64 margin = base > p->srtt ? base - p->srtt : 0;
+
+	return mr_max64(base, (u64)c->rack_rtt + margin);
+}
+
+/*
  * Overdue packets (protocol.rst, 7.5). A path delivers in order, so a
  * hole in its own SACK bitmap is a loss; across paths, the evidence is
  * time. A packet is overdue when a packet sent after it, on any path, has
  * been acknowledged, and it has been out for longer than its path's RTO
- * without backoff. Its segment is sent again on another path at once: the
- * path's own timeout, measured from its last progress and backed off,
- * can be several times longer (a failed plane's paths take three of them
- * to die, and every message sprayed over them waits). The slot stays
- * outstanding: the path's timer still runs on it and the path gets no new
- * data in its place, but its bytes leave the connection's window, which
- * the retransmission needs. Nothing else about the path changes, so a
- * packet that was only late costs one duplicate.
+ * without backoff (or than mr_overdue_after() allows after a stall). Its
+ * segment is sent again on another path at once: the path's own timeout,
+ * measured from its last progress and backed off, can be several times
+ * longer (a failed plane's paths take three of them to die, and every
+ * message sprayed over them waits). The slot stays outstanding: the
+ * path's timer still runs on it and the path gets no new data in its
+ * place, but its bytes leave the connection's window, which the
+ * retransmission needs. Nothing else about the path changes, so a packet
+ * that was only late costs one duplicate.
  */
 void mr_paths_overdue(struct mr_conn *c, u64 now)
 {
@@ -332,15 +362,19 @@ void mr_paths_overdue(struct mr_conn *c, u64 now)
 		struct mr_path *p = &c->path[i];
 		struct mr_seg *s;
 		u32 psn = p->overdue_psn;
+		u64 base;
 
 		if (!p->srtt || p->state == MR_PATH_DEAD)
 			continue;
+		base = mr_path_rto_base(c, p, cap);
 		/* Slots go out in psn order: the first not overdue ends it. */
 		while (mr_overdue_next(c, p, i, &psn, &s)) {
 			u32 slot = psn % MR_PATH_WND;
 
-			if ((s32)(c->rack_ts - s->sent) <= 0 ||
-			    (u32)now - s->sent < mr_path_rto_base(c, p, cap))
+			u64 sent = mr_seg_sent(c, s);
+
+			if (sent >= c->rack_ts ||
+			    now - sent < mr_overdue_after(c, p, base))
 				break;
 			mr_bit_set(p->overdue, slot);
 			c->inflight -= p->len[slot];
@@ -359,14 +393,16 @@ static u64 mr_overdue_timer(const struct mr_conn *c, const struct mr_path *p,
 {
 	struct mr_seg *s;
 	u32 psn = p->overdue_psn;
+	u64 base, sent;
 
 	if (!c->rack_valid || !p->srtt || p->state == MR_PATH_DEAD ||
-	    !mr_overdue_next(c, p, id, &psn, &s) ||
-	    (s32)(c->rack_ts - s->sent) <= 0)
+	    !mr_overdue_next(c, p, id, &psn, &s))
 		return MR_U64_MAX;
-	/* idle_since is the last send: s->sent is at most that. */
-	return c->idle_since - (u32)((u32)c->idle_since - s->sent) +
-	       mr_path_rto_base(c, p, cap);
+	sent = mr_seg_sent(c, s);
+	if (sent >= c->rack_ts)
+		return MR_U64_MAX;
+	base = mr_path_rto_base(c, p, cap);
+	return sent + mr_overdue_after(c, p, base);
 }
 
 static void mr_path_rtt_sample(struct mr_path *p, u32 rtt)
