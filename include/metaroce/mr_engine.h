@@ -522,7 +522,6 @@ struct mr_conn {
 	u32 rtx_scan;		/* no queued segment has a lower DSN */
 	u64 rack_ts;		/* latest send time (ns) of a packet acked */
 	u32 rack_rtt;		/* that packet's round trip, ns */
-	u8 rack_valid;		/* rack_ts is set */
 	u32 wnd;		/* connection window, bytes */
 	u32 inflight;		/* bytes, all paths */
 	u32 host_acct;		/* inflight as last told to ops->host_window */

@@ -351,7 +351,7 @@ recovery_check() {
 }
 
 recovery() {
-	local on back dead bh rc=0 i
+	local on back dead rto od bh rc=0 i
 	shape_all
 	mr_fabric_planes "$PLANES"
 	mr_stats "$MR_A_DEV" "$MR_A_NS" >"$MR_TMP/a.before"
@@ -382,15 +382,15 @@ recovery() {
 	[[ -s $MR_TMP/back ]] || mr_fail "the run ended before plane 1 came back"
 	on=$(<"$MR_TMP/on") back=$(<"$MR_TMP/back")
 	dead=$(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" path_dead)
+	rto=$(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" retransmits_timeout)
+	od=$(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" retransmits_overdue)
 	mr_log "$(wc -l <"$MR_TMP/samples") samples; paths declared dead: $dead;" \
-		"timeout retransmits: $(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" retransmits_timeout);" \
-		"overdue retransmits: $(mr_stat_delta "$MR_TMP/a.before" "$MR_TMP/a.after" retransmits_overdue)"
+		"timeout retransmits: $rto; overdue retransmits: $od"
 	mr_result_file samples "$MR_TMP/samples"
 	recovery_check "$MR_TMP/samples" "$on" "$back" || rc=$?
 	mr_result planes="$PLANES" rate_bps="$RATE_BPS" plane=1 on="$on" back="$back" \
-		mbps="$BW" paths_dead="$dead" overdue_retx="$(mr_stat_delta "$MR_TMP/a.before" \
-		"$MR_TMP/a.after" retransmits_overdue)" timeout_retx="$(mr_stat_delta "$MR_TMP/a.before" \
-		"$MR_TMP/a.after" retransmits_timeout)" "$(cat "$MR_TMP/recovery.res" 2>/dev/null)"
+		mbps="$BW" paths_dead="$dead" overdue_retx="$od" timeout_retx="$rto" \
+		"$(cat "$MR_TMP/recovery.res" 2>/dev/null)"
 	((rc == 0)) || mr_fail "the surviving planes were not used well enough, or not within 100 ms (above)"
 }
 

@@ -83,7 +83,7 @@ static inline u64 mr_rand(struct mr_conn *c)
 	return x * 0x2545f4914f6cdd1dULL;
 }
 
-static inline struct mr_seg *mr_seg_of(struct mr_conn *c, u32 dsn)
+static inline struct mr_seg *mr_seg_of(const struct mr_conn *c, u32 dsn)
 {
 	struct mr_seg *s = &c->segs[dsn & c->seg_mask];
 

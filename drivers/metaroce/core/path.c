@@ -230,8 +230,8 @@ static u32 mr_slot_clear(struct mr_conn *c, struct mr_path *p, u32 psn)
  * transmission. A probe's slot records MR_DSN_NONE, which is also a valid
  * DSN (DSNs wrap): the (path, psn) match, not the DSN, tells them apart.
  */
-static struct mr_seg *mr_slot_seg(struct mr_conn *c, struct mr_path *p,
-				  u32 id, u32 psn)
+static struct mr_seg *mr_slot_seg(const struct mr_conn *c,
+				  const struct mr_path *p, u32 id, u32 psn)
 {
 	struct mr_seg *s = mr_seg_of(c, p->dsn[psn % MR_PATH_WND]);
 
@@ -259,10 +259,9 @@ static void mr_slot_acked(struct mr_conn *c, struct mr_path *p, u32 id,
 		return;
 	/* The latest send time of a packet known to have arrived. */
 	sent = mr_seg_sent(c, s);
-	if (!c->rack_valid || sent >= c->rack_ts) {
+	if (sent >= c->rack_ts) {
 		c->rack_ts = sent;
 		c->rack_rtt = (u32)mr_min64(now - sent, MR_U32_MAX);
-		c->rack_valid = 1;
 	}
 	/* An overdue packet that arrived after all: no duplicate. */
 	if (s->state == MR_SEGS_QUEUED)
@@ -306,10 +305,8 @@ static int mr_overdue_next(const struct mr_conn *c, const struct mr_path *p,
 		if (!mr_bit_test(p->out, slot) ||
 		    mr_bit_test(p->overdue, slot))
 			continue;
-		/* mr_slot_seg(), read-only */
-		s = &c->segs[p->dsn[slot] & c->seg_mask];
-		if (s->state != MR_SEGS_INFLIGHT || s->dsn != p->dsn[slot] ||
-		    s->path != id || s->psn != q)
+		s = mr_slot_seg(c, p, id, q);
+		if (!s || s->state != MR_SEGS_INFLIGHT)
 			continue;
 		*psn = q;
 		*seg = s;
@@ -337,6 +334,26 @@ static u64 mr_overdue_after(const struct mr_conn *c, const struct mr_path *p,
 }
 
 /*
+ * When the first slot of @p at or after *@psn still to be judged becomes
+ * overdue (the slot and its segment are left in *@psn and *@seg);
+ * MR_U64_MAX if there is none, or no packet sent after it was acknowledged.
+ */
+static u64 mr_overdue_at(const struct mr_conn *c, const struct mr_path *p,
+			 u32 id, u32 *psn, struct mr_seg **seg, u64 cap)
+{
+	u64 sent;
+
+	/* (A dead path has no segment out: its timeout cleared them all.) */
+	*seg = NULL;
+	if (!p->srtt || !mr_overdue_next(c, p, id, psn, seg))
+		return MR_U64_MAX;
+	sent = mr_seg_sent(c, *seg);
+	if (sent >= c->rack_ts)
+		return MR_U64_MAX;
+	return sent + mr_overdue_after(c, p, mr_path_rto_base(c, p, cap));
+}
+
+/*
  * Overdue packets (protocol.rst, 7.5). A path delivers in order, so a
  * hole in its own SACK bitmap is a loss; across paths, the evidence is
  * time. A packet is overdue when a packet sent after it, on any path, has
@@ -356,26 +373,15 @@ void mr_paths_overdue(struct mr_conn *c, u64 now)
 	u64 cap = mr_rto_cap(c);
 	u32 i;
 
-	if (!c->rack_valid)
-		return;
 	for (i = 0; i < c->npaths; i++) {
 		struct mr_path *p = &c->path[i];
 		struct mr_seg *s;
 		u32 psn = p->overdue_psn;
-		u64 base;
 
-		if (!p->srtt || p->state == MR_PATH_DEAD)
-			continue;
-		base = mr_path_rto_base(c, p, cap);
 		/* Slots go out in psn order: the first not overdue ends it. */
-		while (mr_overdue_next(c, p, i, &psn, &s)) {
+		while (mr_overdue_at(c, p, i, &psn, &s, cap) <= now) {
 			u32 slot = psn % MR_PATH_WND;
 
-			u64 sent = mr_seg_sent(c, s);
-
-			if (sent >= c->rack_ts ||
-			    now - sent < mr_overdue_after(c, p, base))
-				break;
 			mr_bit_set(p->overdue, slot);
 			c->inflight -= p->len[slot];
 			p->lost++;
@@ -385,24 +391,6 @@ void mr_paths_overdue(struct mr_conn *c, u64 now)
 		}
 		p->overdue_psn = psn;
 	}
-}
-
-/* When the next slot of @p becomes overdue, or MR_U64_MAX. */
-static u64 mr_overdue_timer(const struct mr_conn *c, const struct mr_path *p,
-			    u32 id, u64 cap)
-{
-	struct mr_seg *s;
-	u32 psn = p->overdue_psn;
-	u64 base, sent;
-
-	if (!c->rack_valid || !p->srtt || p->state == MR_PATH_DEAD ||
-	    !mr_overdue_next(c, p, id, &psn, &s))
-		return MR_U64_MAX;
-	sent = mr_seg_sent(c, s);
-	if (sent >= c->rack_ts)
-		return MR_U64_MAX;
-	base = mr_path_rto_base(c, p, cap);
-	return sent + mr_overdue_after(c, p, base);
 }
 
 static void mr_path_rtt_sample(struct mr_path *p, u32 rtt)
@@ -865,13 +853,15 @@ u64 mr_path_next_timer(const struct mr_conn *c)
 
 	for (i = 0; i < c->npaths; i++) {
 		const struct mr_path *p = &c->path[i];
+		u32 psn = p->overdue_psn;
+		struct mr_seg *s;
 
 		if (mr_path_has_out(p))
 			t = mr_min64(t, p->last_progress +
 					mr_path_rto_cap(c, p, cap));
 		if (p->state == MR_PATH_DEAD)
 			t = mr_min64(t, p->next_probe);
-		t = mr_min64(t, mr_overdue_timer(c, p, i, cap));
+		t = mr_min64(t, mr_overdue_at(c, p, i, &psn, &s, cap));
 	}
 	return t;
 }
