@@ -1269,6 +1269,30 @@ static struct ep *overdue_ep(struct mr_conn_cfg *cfg, u32 id)
 	return e;
 }
 
+/* Apply an ACK of what @e sent on @path from tx[@from] on, echoing @tsval. */
+static void ack_from(struct ep *e, u32 path, u32 from, u32 tsval)
+{
+	struct mr_ack a;
+
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, path, from, tsval);
+	ep_rx_ack(e, &a);
+}
+
+/* Send C, then @gap later D; each one segment, on paths 0 and 1. */
+static void overdue_pair(struct ep *e, u64 gap, u32 *c_tx, u32 *d_tx)
+{
+	send_segs(e, 1);
+	*c_tx = e->ntx - 1;
+	e->now += gap;
+	send_segs(e, 1);
+	*d_tx = e->ntx - 1;
+	tap_ok(*d_tx == *c_tx + 1 && e->tx[*c_tx].h.path == 0 &&
+	       e->tx[*d_tx].h.path == 1,
+	       "overdue: C on path 0, D %llu us later on path 1",
+	       (unsigned long long)(gap / US));
+}
+
 /*
  * Overdue transmissions (protocol section 7.5): out for longer than the
  * path's RTO without backoff (here rto_min_ns, 1 ms) while a packet sent
@@ -1281,7 +1305,6 @@ static void test_overdue(void)
 	struct mr_conn_cfg cfg;
 	struct ep *e;
 	struct mr_path *p0, *p1;
-	struct mr_ack a;
 	u64 t0, infl0, cinfl;
 	u32 c_tx, d_tx, before, una;
 
@@ -1290,18 +1313,10 @@ static void test_overdue(void)
 	p1 = &e->c.path[1];
 	p0->timeouts = 2;	/* its RTO is 4 ms */
 	t0 = e->now;
-	send_segs(e, 1);
-	c_tx = e->ntx - 1;
-	e->now += 10 * US;
-	send_segs(e, 1);
-	d_tx = e->ntx - 1;
-	tap_ok(e->ntx == 2 && e->tx[c_tx].h.path == 0 && e->tx[d_tx].h.path == 1,
-	       "overdue: C on path 0, D 10 us later on path 1");
+	overdue_pair(e, 10 * US, &c_tx, &d_tx);
 	/* as if this host had stalled: D's ACK is applied 1.5 ms after C */
 	e->now = t0 + 3 * cfg.rto_min_ns / 2;
-	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 1, d_tx, (u32)(e->now - 20 * US));
-	ep_rx_ack(e, &a);
+	ack_from(e, 1, d_tx, (u32)(e->now - 20 * US));
 	tap_ok(!e->c.stats[MR_ST_RETX_OVERDUE] && !e->c.rtx_cnt &&
 	       p1->una == p1->nxt && e->c.rack_rtt == 1490 * US,
 	       "D, sent 10 us after C, acknowledged when C is 1.5 ms old (D's round trip 1.49 ms): C is not overdue");
@@ -1309,23 +1324,21 @@ static void test_overdue(void)
 	mr_conn_timer(&e->c, e->now);
 	tap_ok(e->c.stats[MR_ST_RETX_OVERDUE] == 1 && !e->c.stats[MR_ST_RETX_RTO],
 	       "it is at 1.49 ms + 980 us (the RTO's margin over the 20 us round trip), before path 0's 4 ms timeout");
+	e->now = t0 + 4 * cfg.rto_min_ns;
+	mr_conn_timer(&e->c, e->now);
+	tap_ok(p0->una == p0->nxt && p0->lost == 1 && e->c.rtx_cnt == 1 &&
+	       !e->c.stats[MR_ST_RETX_RTO] && inflight_sum(e) == 0,
+	       "path 0's timeout clears the slot: counted lost once, the segment queued once (lost %llu)",
+	       (unsigned long long)p0->lost);
 	ep_free(e);
 
 	e = overdue_ep(&cfg, 0x25);
 	p0 = &e->c.path[0];
 	p1 = &e->c.path[1];
 	t0 = e->now;
-	send_segs(e, 1);
-	c_tx = e->ntx - 1;
-	e->now += 985 * US;
-	send_segs(e, 1);
-	d_tx = e->ntx - 1;
-	tap_ok(e->ntx == 2 && e->tx[c_tx].h.path == 0 && e->tx[d_tx].h.path == 1,
-	       "overdue: C on path 0, D 985 us later on path 1");
+	overdue_pair(e, 985 * US, &c_tx, &d_tx);
 	e->now += 10 * US;
-	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 1, d_tx, (u32)(e->now - 10 * US));
-	ep_rx_ack(e, &a);
+	ack_from(e, 1, d_tx, (u32)(e->now - 10 * US));
 	tap_ok(!e->c.stats[MR_ST_RETX_OVERDUE] && !e->c.rtx_cnt &&
 	       p1->una == p1->nxt &&
 	       mr_path_next_timer(&e->c) == t0 + cfg.rto_min_ns,
@@ -1353,9 +1366,7 @@ static void test_overdue(void)
 	       "an overdue slot is judged once");
 	/* path 0's original arrives after all */
 	e->now += 10 * US;
-	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 0, c_tx, (u32)t0);
-	ep_rx_ack(e, &a);
+	ack_from(e, 0, c_tx, (u32)t0);
 	tap_ok(p0->una == p0->nxt && !p0->inflight && inflight_sum(e) != ~0ull &&
 	       p0->lost == 1 && !e->c.stats[MR_ST_RTX_CANCELLED] &&
 	       e->c.segs[e->tx[c_tx].h.dsn & e->c.seg_mask].state ==
@@ -1377,27 +1388,28 @@ static void test_overdue(void)
 	send_segs(e, 1);
 	d_tx = e->ntx - 1;
 	e->now += 20 * US;
-	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 1, d_tx, (u32)(e->now - 20 * US));
-	ep_rx_ack(e, &a);
+	ack_from(e, 1, d_tx, (u32)(e->now - 20 * US));
 	tap_ok(e->tx[d_tx].h.path == 1 &&
 	       e->c.stats[MR_ST_RETX_OVERDUE] == 1 && e->c.rtx_cnt == 1,
 	       "the ACK of a packet sent after it makes it overdue at once");
-	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 0, c_tx, (u32)t0);
-	ep_rx_ack(e, &a);
+	ack_from(e, 0, c_tx, (u32)t0);
 	tap_ok(!e->c.rtx_cnt && e->c.stats[MR_ST_RTX_CANCELLED] == 1 &&
 	       e->c.dsn_una == e->c.dsn_nxt && !e->c.inflight &&
 	       inflight_sum(e) == 0,
 	       "its original, acknowledged before the retransmission went, completes it: cancelled");
-	/* 3 s later (past 2^31 ns, where the low 32 bits of times wrap) */
-	e->now += 3000 * MS;
+	/*
+	 * 4.294 s later: the low 32 bits of the new packet's time (they wrap
+	 * every 4.295 s) are below those of the last packet acknowledged, and
+	 * their 32-bit difference is positive.
+	 */
+	e->now += 4294 * MS;
 	send_segs(e, 1);
+	e->c.path[0].timeouts = e->c.path[1].timeouts = 1;	/* RTO 2 ms */
 	e->now += 3 * cfg.rto_min_ns / 2;
 	mr_conn_timer(&e->c, e->now);
 	tap_ok(e->c.stats[MR_ST_RETX_OVERDUE] == 1 &&
-	       e->c.stats[MR_ST_RETX_RTO] == 1,
-	       "a packet sent 3 s after the last one acknowledged is not overdue 1.5 ms later: its path's timeout resends it (%llu overdue, %llu on timeouts)",
+	       !e->c.stats[MR_ST_RETX_RTO] && !e->c.rtx_cnt,
+	       "a packet sent 4.294 s after the last one acknowledged is not overdue 1.5 ms later (%llu overdue, %llu on timeouts)",
 	       (unsigned long long)e->c.stats[MR_ST_RETX_OVERDUE],
 	       (unsigned long long)e->c.stats[MR_ST_RETX_RTO]);
 	ep_free(e);
