@@ -94,6 +94,8 @@ static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	[E(MR_ST_RTO_SPURIOUS)]		= { .name = "timeouts_spurious" },
 	[E(MR_ST_RTX_CANCELLED)]	= { .name = "retransmits_cancelled" },
 	[E(MR_ST_RETX_OVERDUE)]		= { .name = "retransmits_overdue" },
+	[E(MR_ST_TX_ANNOUNCE)]		= { .name = "announcements_tx" },
+	[E(MR_ST_RX_ANNOUNCE)]		= { .name = "announcements_rx" },
 	[E(MR_ST_MAX)]			= { .name = "retransmits" },
 
 	[D(0)]	= { .name = "drop_no_conn" },
@@ -119,7 +121,7 @@ static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	MR_PATH_DESCS(15),
 };
 
-static_assert(MR_ST_MAX == 30, "name every engine counter");
+static_assert(MR_ST_MAX == 32, "name every engine counter");
 static_assert(MR_NDROP == 14, "name every counted drop reason");
 static_assert(MR_MAX_PATHS == 16, "name every path");
 

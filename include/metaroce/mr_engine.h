@@ -57,6 +57,7 @@ struct mr_conn_cfg {
 	u32 repick_alpha;	/* ECN fraction (/1024) that moves a path's port */
 	u32 pacing;		/* pace at the receiver's hint rate */
 	u32 pace_burst;		/* bytes a paced sender may send back to back */
+	u32 announce;		/* PROBE ahead of the first data (7.20) */
 	u16 sport_min;		/* UDP source port range of the paths */
 	u16 sport_max;
 };
@@ -102,6 +103,8 @@ struct mr_path {
 	u16 undo_weight;
 	u8 overtaken;		/* another path got through since the series began */
 	u8 series_cut;		/* a timeout of this series cut the window */
+	u8 ann;			/* the announcement is outstanding at ann_psn */
+	u32 ann_psn;
 	u32 dead_psn;		/* nxt when it died: later psns are probes */
 	u32 rto_lo;
 	u32 rto_hi;
@@ -212,6 +215,8 @@ enum mr_stat {
 	MR_ST_RTO_SPURIOUS,	/* timeout series undone: the packet came late */
 	MR_ST_RTX_CANCELLED,	/* queued retransmits dropped: the original came */
 	MR_ST_RETX_OVERDUE,	/* retransmits of packets a later one overtook */
+	MR_ST_TX_ANNOUNCE,	/* announcements sent (PROBE with SYN first) */
+	MR_ST_RX_ANNOUNCE,	/* announcements that made a sender active */
 	MR_ST_MAX
 };
 
@@ -239,6 +244,7 @@ struct mr_txpkt {
 	u16 sport;		/* UDP source port (the path) */
 	u8 kind;		/* enum mr_tx_kind */
 	u8 path;
+	u8 ctrl;		/* the control class (protocol section 5.3) */
 };
 
 /* Work request opcodes (requester) and completion opcodes. */
@@ -508,6 +514,7 @@ struct mr_conn {
 	/* send half */
 	u32 epoch;
 	u8 syn;			/* our epoch not acknowledged yet */
+	u8 announce;		/* PROBE before the next data (section 7.20) */
 	u32 peer_epoch;		/* from an ACK or RESET naming ours; 0 none */
 	u8 slow_start;
 	u8 npaths;
@@ -559,6 +566,9 @@ struct mr_conn {
 	u8 ack_again;		/* path state to repeat at ack_deadline */
 	u64 ack_deadline;
 	u32 hint_out;		/* fair share granted to the peer, Mbit/s */
+	u32 hint_sent;		/* hint_out in the last ACK sent; 0 none */
+	u8 rx_fresh;		/* announced in the current meter period */
+	u8 fs_new;		/* announced: for the caller to clear */
 	u64 rx_meter_bytes;	/* bytes since mr_conn_rx_rate() */
 	u64 rx_meter_ce;
 	u64 rx_meter_pkts;
@@ -624,10 +634,18 @@ void mr_conn_host_detach(struct mr_conn *c);
 #define MR_FS_GAIN	4
 #define MR_FS_HOLD	8
 u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille);
-static inline void mr_conn_set_hint(struct mr_conn *c, u32 mbps)
-{
-	c->hint_out = mbps;
-}
+/*
+ * The demand of a connection whose sender announced itself (protocol
+ * section 7.20) until its first measured period: it wants more than any
+ * share.
+ */
+#define MR_FS_DEMAND_NEW 0xffffffffu
+/*
+ * Grant the peer @mbps. A share below 4/5 of the one the last ACK carried
+ * (or the first share, if an ACK went out before it) sets ack_now: the
+ * caller sends it with mr_conn_rx_flush().
+ */
+void mr_conn_set_hint(struct mr_conn *c, u32 mbps);
 
 /* QP */
 /*
@@ -680,5 +698,15 @@ void mr_fs_update(struct mr_fs_dev *d, const u32 *rate, const u32 *ce,
  */
 void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
 	       u32 *demand, u32 *share, u64 now);
+/*
+ * Share the current estimate among @demand (MR_FS_DEMAND_NEW included)
+ * without reading the meters: what a receiver runs between its periods
+ * when a sender announced itself (c->fs_new).
+ */
+void mr_fs_share(const struct mr_fs_dev *d, const u32 *demand, u32 n,
+		 u32 *share);
+/* mr_fs_share() over @n connections' demands, and set their hints. */
+void mr_fs_reshare(const struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
+		   u32 *demand, u32 *share);
 
 #endif /* METAROCE_MR_ENGINE_H */

@@ -420,6 +420,7 @@ static void setup(void)
 	cfg.reorder_thresh = 1 + S.setup[2] % 4;
 	cfg.seg_wnd = 16u << (S.setup[3] % 4);
 	cfg.pacing = !!(S.setup[1] & FZ_SET_PACING);
+	cfg.announce = !!(S.setup[0] & FZ_SET0_ANNOUNCE);
 	cfg.pace_burst = 8192;
 	cfg.init_window = 32 * 1024;
 	epoch = (S.setup[1] & FZ_SET_OUR_WRAP) ? 0xfffffff0u : 0x1000;
@@ -811,7 +812,11 @@ static void admin(void)
 		u32 dem[1], sh[1];
 
 		mr_fs_init(&d, 1 + qs * 100);
-		mr_fs_run(&d, cs, 1, dem, sh, S.now);
+		if (qs & 1)
+			mr_fs_reshare(&d, cs, 1, dem, sh);
+		else
+			mr_fs_run(&d, cs, 1, dem, sh, S.now);
+		mr_conn_rx_flush(&S.c, S.now);
 		break;
 	}
 	case 4:

@@ -17,9 +17,10 @@
 /* Setup block */
 #define FZ_SETUP_LEN	4
 /*
- * byte 0: npaths - 1 (mod 16); byte 1: the bits below; byte 2:
- * reorder_thresh - 1 (mod 4); byte 3: seg_wnd = 16 << (b % 4)
+ * byte 0: npaths - 1 (mod 16), bit 7 FZ_SET0_ANNOUNCE; byte 1: the bits
+ * below; byte 2: reorder_thresh - 1 (mod 4); byte 3: seg_wnd = 16 << (b % 4)
  */
+#define FZ_SET0_ANNOUNCE	0x80	/* cfg.announce */
 #define FZ_SET_OUR_WRAP		0x01	/* our epoch just below 2^32 */
 #define FZ_SET_PEER_WRAP	0x02	/* peer's epoch just below 2^32 */
 #define FZ_SET_MSN_WRAP		0x04	/* QP message numbers near 2^24 */

@@ -512,6 +512,25 @@ static void gen_rx(void)
 	flush(&o);
 	save(&o, "wrap-pacing");
 
+	/*
+	 * announcements: ours ahead of our first data, the peer's (a PROBE
+	 * with SYN), a reshare, a full run, ACKs
+	 */
+	setup(&o, 0x80 + 4, 0, 3, 2);
+	post(&o, 0, 0, 11);
+	tx(&o);
+	memset(&d, 0, sizeof(d));
+	d.op = PRB;
+	d.flags = MR_F_ACKREQ | MR_F_SYN;
+	data(&o, &d, 0);
+	flush(&o);
+	admin(&o, 3, 1);
+	rtime(&o, 20);
+	ack_all(&o, 16, 0, NULL, 2);
+	admin(&o, 3, 2);
+	tx(&o);
+	save(&o, "announce");
+
 	/* admin: errors, detach, reconnect, reconfigure, fair share, busy */
 	setup(&o, 4, FZ_SET_RD1, 3, 1);
 	tx(&o);

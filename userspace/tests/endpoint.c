@@ -46,6 +46,7 @@ static int ep_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *t)
 	x->sport = t->sport;
 	x->path = t->path;
 	x->kind = t->kind;
+	x->ctrl = t->ctrl;
 	e->ntx++;
 	return 0;
 }

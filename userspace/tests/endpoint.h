@@ -28,6 +28,7 @@ struct ep_tx {
 	u16 sport;
 	u8 path;		/* mr_txpkt.path */
 	u8 kind;
+	u8 ctrl;		/* mr_txpkt.ctrl: the control class */
 };
 
 struct ep_cqe {

@@ -298,6 +298,250 @@ static void test_demand(void)
 	ep_free(e);
 }
 
+/* The peer's announcement: a PROBE with SYN, its first packet. */
+static int rx_announce(struct ep *e, u32 flags)
+{
+	struct mr_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_PROBE;
+	h.flags = (u16)(MR_F_ACKREQ | flags);
+	h.epoch = e->peer_epoch;
+	h.syn_dsn = e->peer_epoch;
+	h.psn = e->peer_epoch;
+	h.tsval = (u32)e->now;
+	return ep_rx(e, &h, 0);
+}
+
+/* Sender: one announcement ahead of the first data, in the control class. */
+static void test_announce_tx(void)
+{
+	struct mr_conn_cfg cfg;
+	struct mr_ack a;
+	struct mr_ack_path *ap;
+	struct mr_hdr h;
+	struct ep *e;
+	u32 from, path, psn, tsval;
+	int pi;
+
+	mr_conn_cfg_default(&cfg);
+	tap_ok(cfg.announce == 0, "the engine's default: no announcement");
+	cfg.announce = 2;
+	tap_ok(mr_conn_cfg_check(&cfg) == -1, "announce 2 is refused");
+	cfg.announce = 1;
+	e = ep_new(&cfg, 0x1000, 100, 0);
+	ep_qp(e, 0, NULL);
+	ep_post(e, 0, MR_WR_WRITE, 8192, 1);
+	ep_tx(e);
+	tap_ok(e->ntx == 9 && e->tx[0].h.opcode == MR_OP_PROBE &&
+	       e->tx[0].h.flags == (MR_F_SYN | MR_F_ACKREQ) && e->tx[0].ctrl &&
+	       e->tx[1].h.opcode == MR_OP_WRITE && !e->tx[1].ctrl &&
+	       e->c.stats[MR_ST_TX_ANNOUNCE] == 1 &&
+	       !e->c.stats[MR_ST_TX_PROBES],
+	       "the first data is preceded by a PROBE with SYN and ACKREQ, in the control class; the data is not (%u packets)",
+	       e->ntx);
+	path = e->tx[0].path;
+	psn = e->tx[0].h.psn;
+	tsval = e->tx[0].h.tsval;
+	from = e->ntx;
+	ep_post(e, 0, MR_WR_WRITE, 4096, 2);
+	ep_tx(e);
+	tap_ok(e->ntx > from && ep_count(e, from, MR_OP_PROBE) == 0 &&
+	       e->c.stats[MR_ST_TX_ANNOUNCE] == 1,
+	       "once per epoch: later data goes without one");
+
+	/* Its acknowledgement alone is no RTT sample... */
+	e->now += 3000;
+	ep_ack_init(e, &a);
+	ap = ep_ack_path(&a, path, e->c.path[path].una);
+	ep_ack_set(ap, psn);
+	ap->tsecr = tsval;
+	ep_rx_ack(e, &a);
+	tap_ok(!e->c.path[path].srtt && !e->c.path[path].ann &&
+	       e->c.path[path].una == psn + 1,
+	       "the announcement's ACK alone releases its slot but is no RTT sample (srtt %u)",
+	       e->c.path[path].srtt);
+	/* ...the data's is. */
+	e->now += 20000;
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, e->tx[1].path, 1, e->tx[1].h.tsval);
+	ep_rx_ack(e, &a);
+	tap_ok(e->c.path[e->tx[1].path].srtt == 23000,
+	       "the data's ACK is (srtt %u)", e->c.path[e->tx[1].path].srtt);
+
+	/* A RESET naming our epoch: the peer lost us, announce again. */
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_RESET;
+	h.epoch = 0xbeef0001;
+	h.reset_epoch = e->c.epoch;
+	ep_rx(e, &h, 0);
+	from = e->ntx;
+	ep_tx(e);
+	pi = ep_last(e, MR_OP_PROBE);
+	tap_ok(pi == (int)from && e->tx[pi].ctrl &&
+	       (e->tx[pi].h.flags & MR_F_SYN) &&
+	       e->tx[pi].h.syn_echo == 0xbeef0001 &&
+	       e->c.stats[MR_ST_TX_ANNOUNCE] == 2,
+	       "after a RESET naming our epoch, the resent data is announced again");
+	ep_free(e);
+
+	e = ep_new(NULL, 0x1000, 100, 0);
+	ep_qp(e, 0, NULL);
+	ep_post(e, 0, MR_WR_WRITE, 8192, 1);
+	ep_tx(e);
+	tap_ok(e->ntx == 8 && !ep_count(e, 0, MR_OP_PROBE) &&
+	       !e->c.stats[MR_ST_TX_ANNOUNCE],
+	       "with announce 0, the data goes alone");
+	ep_free(e);
+}
+
+/* Receiver: an announced sender counts at once, wanting everything. */
+static void test_announce_rx(void)
+{
+	struct ep *e = ep_new(NULL, 1, 100, 0);
+	struct ep *f[4];
+	struct mr_conn *c[4];
+	struct mr_fs_dev d;
+	u32 demand[4], share[4], i, ok;
+
+	rx_announce(e, MR_F_SYN);
+	tap_ok(e->c.rx_epoch == 100 && e->c.rx_demand == MR_FS_DEMAND_NEW &&
+	       e->c.fs_new && e->c.stats[MR_ST_RX_ANNOUNCE] == 1,
+	       "a PROBE with SYN from a silent sender: demand 'new', the caller told to reshare");
+	e->c.fs_new = 0;
+	e->now += 100;
+	rx_announce(e, MR_F_SYN);
+	tap_ok(!e->c.fs_new && e->c.stats[MR_ST_RX_ANNOUNCE] == 1,
+	       "a second one from an active sender changes nothing");
+	{
+		struct mr_hdr h;
+
+		memset(&h, 0, sizeof(h));
+		h.opcode = MR_OP_PROBE;
+		h.flags = MR_F_ACKREQ | MR_F_SYN;
+		h.psn = 102;
+		h.syn_dsn = 100;
+		h.tsval = (u32)e->now;
+		ep_rx(e, &h, 1);
+		tap_ok(!e->c.rx_meter_ce && !e->c.rpath[0].ce_cnt &&
+		       e->c.rx_meter_pkts == 3,
+		       "CE on a PROBE with SYN counts neither in the fair share's meter nor in the path's echo");
+		h.flags = MR_F_ACKREQ;
+		h.psn = 103;
+		ep_rx(e, &h, 1);
+		tap_ok(e->c.rx_meter_ce == 1 && e->c.rpath[0].ce_cnt == 1,
+		       "CE on a PROBE without SYN counts in both");
+	}
+
+	/* the demand through the periods that follow */
+	mr_conn_rx_rate(&e->c, e->now, NULL);
+	tap_ok(e->c.rx_demand == MR_FS_DEMAND_NEW,
+	       "the period of the announcement keeps it");
+	e->c.rx_meter_start = e->now - 1 * MS;
+	mr_conn_rx_rate(&e->c, e->now, NULL);
+	tap_ok(e->c.rx_demand == MR_FS_DEMAND_NEW && e->c.rx_quiet == 1,
+	       "so does a period without arrivals");
+	meter(e, 300, 0);
+	e->c.rx_demand = MR_FS_DEMAND_NEW;
+	mr_conn_rx_rate(&e->c, e->now, NULL);
+	tap_ok(e->c.rx_demand == 300,
+	       "the first period with arrivals sets the measured rate (%u)",
+	       e->c.rx_demand);
+	e->c.rx_demand = MR_FS_DEMAND_NEW;
+	ok = 1;
+	for (i = 1; i < MR_FS_HOLD; i++) {
+		e->c.rx_meter_start = e->now - 1 * MS;
+		mr_conn_rx_rate(&e->c, e->now, NULL);
+		ok &= e->c.rx_demand == MR_FS_DEMAND_NEW;
+	}
+	e->c.rx_meter_start = e->now - 1 * MS;
+	mr_conn_rx_rate(&e->c, e->now, NULL);
+	tap_ok(ok && !e->c.rx_demand,
+	       "an announced sender that sends nothing is dropped after %u empty periods",
+	       MR_FS_HOLD);
+	e->now += 100;
+	rx_announce(e, 0);
+	tap_ok(!e->c.rx_demand && !e->c.fs_new &&
+	       e->c.stats[MR_ST_RX_ANNOUNCE] == 1,
+	       "a PROBE without SYN (a path probe) is no announcement");
+	ep_free(e);
+
+	/* the level over announced senders */
+	mr_fs_init(&d, 1000);
+	{
+		const u32 n4[4] = { MR_FS_DEMAND_NEW, MR_FS_DEMAND_NEW,
+				    MR_FS_DEMAND_NEW, MR_FS_DEMAND_NEW };
+		const u32 mix[4] = { MR_FS_DEMAND_NEW, 100, MR_FS_DEMAND_NEW,
+				     MR_FS_DEMAND_NEW };
+
+		mr_fs_share(&d, n4, 4, share);
+		tap_ok(all_eq(share, 4, 250), "4 announced senders: 250 each");
+		mr_fs_share(&d, mix, 4, share);
+		tap_ok(all_eq(share, 4, 300),
+		       "next to a sender of 100, 3 announced ones share the rest: 300 (got %u)",
+		       share[0]);
+	}
+	{
+		const u32 rate[2] = { 300, 200 }, mark[2] = { 100, 0 };
+		const u32 want[2] = { MR_FS_DEMAND_NEW, 200 };
+
+		mr_fs_update(&d, rate, mark, want, 2, share);
+		tap_ok(d.estimate == 469,
+		       "the estimate counts an announced sender's rate, not its demand (300 + 200 -> %u)",
+		       d.estimate);
+	}
+
+	/* a reshare between periods: hints set, pushed, fs_new cleared */
+	mr_fs_init(&d, 1000);
+	for (i = 0; i < 4; i++) {
+		f[i] = ep_new(NULL, 1 + i, 100 + i, i);
+		c[i] = &f[i]->c;
+		if (i < 2)
+			rx_announce(f[i], MR_F_SYN);
+	}
+	mr_conn_rx_flush(c[0], f[0]->now);
+	mr_conn_rx_flush(c[1], f[1]->now);
+	mr_fs_reshare(&d, c, 4, demand, share);
+	tap_ok(c[0]->hint_out == 500 && c[1]->hint_out == 500 &&
+	       !c[0]->fs_new && !c[1]->fs_new && c[0]->ack_now &&
+	       c[1]->ack_now && !c[2]->ack_now && !c[3]->ack_now,
+	       "two announced senders of four connections: 500 each, an ACK due to each; none to the silent ones");
+	mr_conn_rx_flush(c[0], f[0]->now);
+	tap_ok(f[0]->tx[f[0]->ntx - 1].h.opcode == MR_OP_ACK &&
+	       f[0]->tx[f[0]->ntx - 1].ack.rate_hint == 500 &&
+	       c[0]->hint_sent == 500 && !c[0]->ack_now,
+	       "the ACK carries the new share");
+	for (i = 0; i < 4; i++)
+		ep_free(f[i]);
+}
+
+/* A share that fell well below the last one sent goes out at once. */
+static void test_hint_push(void)
+{
+	struct ep *e = ep_new(NULL, 1, 100, 0);
+	struct mr_hdr h;
+
+	mr_conn_set_hint(&e->c, 800);
+	tap_ok(!e->c.ack_now, "no peer epoch yet: nothing to send a hint to");
+	ep_hdr_nop(e, &h, 0, 100, 100);
+	ep_rx(e, &h, 0);
+	e->c.ack_now = 0;
+	mr_conn_set_hint(&e->c, 800);
+	tap_ok(e->c.ack_now, "the first share is sent at once");
+	mr_conn_rx_flush(&e->c, e->now);
+	tap_ok(e->c.hint_sent == 800 && !e->c.ack_now,
+	       "and remembered as sent (%u)", e->c.hint_sent);
+	mr_conn_set_hint(&e->c, 641);
+	tap_ok(!e->c.ack_now, "641 (1.25 x 641 > 800): waits for the next ACK");
+	mr_conn_set_hint(&e->c, 639);
+	tap_ok(e->c.ack_now, "639 (1.25 x 639 < 800): sent at once");
+	mr_conn_rx_flush(&e->c, e->now);
+	mr_conn_set_hint(&e->c, 5000);
+	tap_ok(!e->c.ack_now && e->c.hint_sent == 639,
+	       "a rise waits for the next ACK");
+	ep_free(e);
+}
+
 int main(void)
 {
 	tap_start();
@@ -306,5 +550,8 @@ int main(void)
 	test_level_random();
 	test_device();
 	test_update();
+	test_announce_tx();
+	test_announce_rx();
+	test_hint_push();
 	return tap_done();
 }

@@ -67,7 +67,7 @@ int mr_conn_cfg_check(const struct mr_conn_cfg *cfg)
 	    !cfg->probe_ns || !cfg->msg_ack_ns)
 		return -1;
 	/* A path counts its consecutive timeouts up to 255. */
-	if (cfg->dead_after > 255 || cfg->pacing > 1)
+	if (cfg->dead_after > 255 || cfg->pacing > 1 || cfg->announce > 1)
 		return -1;
 	if (cfg->repick_alpha > 1024)
 		return -1;
@@ -91,6 +91,7 @@ int mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg,
 	c->rng = seed | 1;
 	c->epoch = epoch;
 	c->syn = 1;
+	c->announce = (u8)cfg->announce;
 	c->slow_start = 1;
 	c->npaths = (u8)cfg->npaths;
 	c->dsn_nxt = epoch;
@@ -166,6 +167,9 @@ static int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
 	}
 	pkt.path = (u8)path;
 	pkt.sport = c->path[path].sport;
+	/* The announcement goes ahead of queued data (section 7.20). */
+	pkt.ctrl = !mr_op_sequenced(h->opcode) ||
+		   (h->opcode == MR_OP_PROBE && (h->flags & MR_F_SYN));
 	ret = c->ops->xmit(c->env, c, &pkt);
 	if (ret)
 		return ret == MR_XMIT_GONE ? MR_XMIT_GONE : MR_XMIT_BUSY;
@@ -436,11 +440,44 @@ static int mr_conn_wnd_shut(const struct mr_conn *c)
 	return mr_conn_over(c) && (!c->rto_credit || !c->rtx_cnt);
 }
 
+/*
+ * Before the first data of its epoch (and again after a RESET), a sender
+ * announces itself to the receiver's fair share with a PROBE, which has
+ * SYN and so goes in the control class, ahead of the data (section 7.20).
+ */
+static void mr_conn_announce(struct mr_conn *c, u64 now)
+{
+	struct mr_hdr h;
+	int path;
+
+	if (mr_conn_wnd_shut(c))
+		return;
+	path = mr_pick_path(c, -1);
+	if (path < 0)
+		return;
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_PROBE;
+	h.flags = MR_F_ACKREQ;
+	if (mr_conn_send_ctrl(c, &h, path, now))
+		return;
+	/* Its round trip skipped the data's queues: not an RTT sample. */
+	c->path[path].ann = 1;
+	c->path[path].ann_psn = c->path[path].nxt - 1;
+	c->announce = 0;
+	mr_stat(c, MR_ST_TX_ANNOUNCE, 1);
+}
+
 int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 {
 	int sent = 0, over;
 
 	mr_conn_host_sync(c);
+	if (c->announce && c->syn && budget > 0 &&
+	    (c->rtx_cnt || !mr_list_empty(&c->active))) {
+		mr_conn_announce(c, now);
+		if (!c->announce)
+			sent++;
+	}
 	while (sent < budget) {
 		struct mr_seg *s;
 		int path;
@@ -696,6 +733,7 @@ static void mr_rx_reset(struct mr_conn *c, u32 epoch, u32 base)
 	}
 	c->rx_epoch = epoch;
 	c->rx_epoch_pkts = 0;
+	c->hint_sent = 0;
 	memset(c->rpath, 0, sizeof(c->rpath));
 	c->ack_pending = 0;
 	c->ack_now = 0;
@@ -780,6 +818,7 @@ static void mr_conn_rx_reset_req(struct mr_conn *c, const struct mr_hdr *h,
 	mr_stat(c, MR_ST_RX_RESETS, 1);
 	if (!c->syn || c->peer_epoch != h->epoch) {
 		c->syn = 1;
+		c->announce = (u8)c->cfg.announce;
 		c->peer_epoch = h->epoch;
 		mr_paths_requeue(c);
 	}
@@ -847,6 +886,12 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 	c->rx_last = now;
 	if (c->rx_epoch_pkts != ~0u)
 		c->rx_epoch_pkts++;
+	/*
+	 * A PROBE with SYN came in the control class: a mark on it says
+	 * nothing about the queues the data waits in (section 5.3).
+	 */
+	if (h->opcode == MR_OP_PROBE && (h->flags & MR_F_SYN))
+		ce = 0;
 	c->rx_meter_bytes += (u64)h->hlen + h->plen;
 	c->rx_meter_pkts++;
 	if (ce)
@@ -871,6 +916,13 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 	if (h->flags & MR_F_ACKREQ)
 		c->ack_now = 1;
 	if (h->opcode == MR_OP_PROBE) {
+		/* A sender's announcement: count it before its data. */
+		if ((h->flags & MR_F_SYN) && !c->rx_demand) {
+			c->rx_demand = MR_FS_DEMAND_NEW;
+			c->rx_fresh = 1;
+			c->fs_new = 1;
+			mr_stat(c, MR_ST_RX_ANNOUNCE, 1);
+		}
 		rx->action = MR_RXA_NONE;
 		return;
 	}
@@ -963,6 +1015,7 @@ static void mr_send_acks(struct mr_conn *c, u64 now)
 			pkt.hdr = buf;
 			pkt.hlen = (u32)len;
 			pkt.kind = MR_TX_CTRL;
+			pkt.ctrl = 1;
 			pkt.path = (u8)path;
 			pkt.sport = c->path[path].sport;
 			if (c->ops->xmit(c->env, c, &pkt))
@@ -970,6 +1023,7 @@ static void mr_send_acks(struct mr_conn *c, u64 now)
 			mr_stat(c, MR_ST_TX_PKTS, 1);
 			mr_stat(c, MR_ST_TX_BYTES, (u64)len);
 			mr_stat(c, MR_ST_TX_ACKS, 1);
+			c->hint_sent = ack->rate_hint;
 		}
 	} while (more);
 }
@@ -1045,6 +1099,19 @@ int mr_conn_idle(const struct mr_conn *c)
 	       mr_list_empty(&c->dirty);
 }
 
+void mr_conn_set_hint(struct mr_conn *c, u32 mbps)
+{
+	c->hint_out = mbps;
+	/*
+	 * Told much more than it may now take: tell it at once rather than
+	 * with the next ACK its data draws, which may be queued behind the
+	 * very excess the hint is there to stop.
+	 */
+	if (c->rx_epoch && mbps &&
+	    (!c->hint_sent || (u64)mbps + mbps / 4 < c->hint_sent))
+		c->ack_now = 1;
+}
+
 u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille)
 {
 	u64 dt = now - c->rx_meter_start;
@@ -1065,13 +1132,22 @@ u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille)
 	/*
 	 * A newly active sender starts at its measured rate; after that, the
 	 * periods without an arrival pull its demand down like the others.
+	 * An announced one keeps wanting everything through the period of
+	 * its announcement, and starts at the rate of the next period with
+	 * arrivals.
 	 */
-	if (!c->rx_demand)
+	if (c->rx_demand == MR_FS_DEMAND_NEW) {
+		if (c->rx_fresh)
+			c->rx_fresh = 0;
+		else if (c->rx_meter_pkts)
+			c->rx_demand = rate;
+	} else if (!c->rx_demand) {
 		c->rx_demand = c->rx_quiet ? 0 : rate;
-	else if (rate >= c->rx_demand)
+	} else if (rate >= c->rx_demand) {
 		c->rx_demand += (rate - c->rx_demand) / MR_FS_GAIN;
-	else
+	} else {
 		c->rx_demand -= (c->rx_demand - rate) / MR_FS_GAIN;
+	}
 	c->rx_meter_bytes = 0;
 	c->rx_meter_ce = 0;
 	c->rx_meter_pkts = 0;

@@ -92,8 +92,8 @@ static void mr_fs_estimate(struct mr_fs_dev *d, u64 total, int marked)
 	}
 }
 
-static void mr_fs_share(struct mr_fs_dev *d, const u32 *demand, u32 n,
-			u32 *share)
+void mr_fs_share(const struct mr_fs_dev *d, const u32 *demand, u32 n,
+		 u32 *share)
 {
 	mr_fairshare(d->estimate, demand, n, share);
 	if (n == 1)
@@ -102,12 +102,13 @@ static void mr_fs_share(struct mr_fs_dev *d, const u32 *demand, u32 n,
 
 /*
  * What one connection adds to the arrivals behind the estimate, and
- * whether its CE fraction means congestion.
+ * whether its CE fraction means congestion. An announced sender's demand
+ * is not a rate yet.
  */
 static void mr_fs_count(const struct mr_fs_dev *d, u32 rate, u32 ce,
 			u32 demand, u64 *total, int *marked)
 {
-	*total += mr_max32(rate, demand);
+	*total += demand == MR_FS_DEMAND_NEW ? rate : mr_max32(rate, demand);
 	if (ce >= d->ce_thresh)
 		*marked = 1;
 }
@@ -136,9 +137,24 @@ void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
 		u32 rate = mr_conn_rx_rate(conns[i], now, &ce);
 
 		demand[i] = conns[i]->rx_demand;
+		conns[i]->fs_new = 0;
 		mr_fs_count(d, rate, ce, demand[i], &total, &marked);
 	}
 	mr_fs_estimate(d, total, marked);
+	mr_fs_share(d, demand, n, share);
+	for (i = 0; i < n; i++)
+		mr_conn_set_hint(conns[i], share[i]);
+}
+
+void mr_fs_reshare(const struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
+		   u32 *demand, u32 *share)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		demand[i] = conns[i]->rx_demand;
+		conns[i]->fs_new = 0;
+	}
 	mr_fs_share(d, demand, n, share);
 	for (i = 0; i < n; i++)
 		mr_conn_set_hint(conns[i], share[i]);

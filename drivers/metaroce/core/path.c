@@ -604,7 +604,7 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 {
 	struct mr_path *p;
 	u32 psn, hi, acked = 0, bytes = 0, dce = 0, drx = 0, i;
-	int progress = 0;
+	int progress = 0, ann = 0;
 
 	if (ap->path >= c->npaths)
 		return;
@@ -630,6 +630,10 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 			continue;
 		bytes += p->len[psn % MR_PATH_WND];
 		acked++;
+		if (p->ann && psn == p->ann_psn) {
+			p->ann = 0;
+			ann = 1;
+		}
 		mr_slot_acked(c, p, ap->path, psn, now);
 	}
 	if (mr_seq_lt(p->sack_hi, hi))
@@ -646,11 +650,15 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 	}
 	mr_path_advance(p);
 
+	if (p->ann && mr_seq_lt(p->ann_psn, p->una))
+		p->ann = 0;	/* lost, or acknowledged with a later block */
+
 	if (acked) {
 		u32 rtt = (u32)now - ap->tsecr;
 
 		progress = 1;
-		if ((s32)rtt > 0)
+		/* Not the announcement alone: its class has no queue. */
+		if ((s32)rtt > 0 && acked > (u32)ann)
 			mr_path_rtt_sample(p, rtt);
 		p->last_progress = now;
 		p->acked_at = now;
