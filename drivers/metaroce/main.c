@@ -147,6 +147,8 @@ int mr_dev_cfg_default(struct mr_conn_cfg *cfg)
 	cfg->rto_init_ns = max_t(u32, 20 * NSEC_PER_MSEC, cfg->rto_min_ns);
 	cfg->rto_max_ns = max_t(u32, cfg->rto_max_ns, cfg->rto_min_ns);
 	cfg->probe_ns = 10 * NSEC_PER_MSEC;
+	/* Senders announce themselves to receivers' fair shares. */
+	cfg->announce = 1;
 	for (i = 0; i < ARRAY_SIZE(mr_cfg_params); i++) {
 		const struct mr_cfg_param *p = &mr_cfg_params[i];
 

@@ -144,6 +144,8 @@ struct mr_dev {
 	/* Receiver fair share, recomputed from NAPI. */
 	struct mr_fs_dev fs;
 	u64 fs_next;
+	u64 fs_last;			/* last run, full or not */
+	u64 fs_kick_at;			/* earliest reshare; 0: none wanted */
 	u32 fs_rate[MR_FS_MAX];
 	u32 fs_demand[MR_FS_MAX];
 	u32 fs_ce[MR_FS_MAX];

@@ -32,6 +32,8 @@
 #define MR_SERVICE_BUDGET	64
 /* Fair-share recomputation interval. */
 #define MR_FS_PERIOD_NS		(100 * NSEC_PER_USEC)
+/* Between runs, an announcement reshares at most this often. */
+#define MR_FS_KICK_NS		(MR_FS_PERIOD_NS / 8)
 
 struct mr_skb_cb {
 	bool ce;
@@ -223,6 +225,10 @@ static void mr_rx_one(struct mr_dev *dev, struct sk_buff *skb,
 		if (qp && qp->sq_ring && !READ_ONCE(qp->sq_answered))
 			WRITE_ONCE(qp->sq_answered, true);
 	}
+	/* A sender announced itself: reshare before the next period. */
+	if (peer->conn.fs_new && !dev->fs_kick_at)
+		dev->fs_kick_at = max(dev->fs_last + MR_FS_KICK_NS,
+				      ktime_get_ns());
 	spin_unlock(&peer->lock);
 	if (qp)
 		mr_qp_put(qp);
@@ -297,37 +303,57 @@ static bool mr_service(struct mr_dev *dev)
 	return !list_empty(&dev->qp_work) || !list_empty(&dev->peer_work);
 }
 
-/* Recompute the fair-share hints the device grants its senders. */
+/*
+ * Recompute the fair-share hints the device grants its senders: every
+ * MR_FS_PERIOD_NS from the meters, and in between, when a sender announced
+ * itself, from the demands as they are (protocol section 7.20). A hint
+ * that fell well below what a peer was last told goes out at once.
+ */
 static void mr_fs_tick(struct mr_dev *dev)
 {
 	struct mr_peer *peer;
 	u64 now = ktime_get_ns();
+	bool full = now >= dev->fs_next;
 	u32 n = 0, i;
 	int b;
 
-	if (now < dev->fs_next)
+	if (!full && (!dev->fs_kick_at || now < dev->fs_kick_at))
 		return;
-	dev->fs_next = now + MR_FS_PERIOD_NS;
+	dev->fs_kick_at = 0;
+	dev->fs_last = now;
+	if (full)
+		dev->fs_next = now + MR_FS_PERIOD_NS;
 	for (b = 0; b < MR_PEER_HASH && n < MR_FS_MAX; b++) {
 		hlist_for_each_entry_rcu(peer, &dev->peers[b], node) {
 			if (n == MR_FS_MAX)
 				break;
 			spin_lock(&peer->lock);
-			dev->fs_rate[n] = mr_conn_rx_rate(&peer->conn, now,
-							  &dev->fs_ce[n]);
+			if (full)
+				dev->fs_rate[n] =
+					mr_conn_rx_rate(&peer->conn, now,
+							&dev->fs_ce[n]);
 			dev->fs_demand[n] = peer->conn.rx_demand;
+			peer->conn.fs_new = 0;
 			spin_unlock(&peer->lock);
 			dev->fs_peer[n++] = peer;
 		}
 	}
 	if (!n)
 		return;
-	mr_fs_update(&dev->fs, dev->fs_rate, dev->fs_ce, dev->fs_demand, n,
-		     dev->fs_share);
+	if (full)
+		mr_fs_update(&dev->fs, dev->fs_rate, dev->fs_ce,
+			     dev->fs_demand, n, dev->fs_share);
+	else
+		mr_fs_share(&dev->fs, dev->fs_demand, n, dev->fs_share);
 	for (i = 0; i < n; i++) {
-		spin_lock(&dev->fs_peer[i]->lock);
-		mr_conn_set_hint(&dev->fs_peer[i]->conn, dev->fs_share[i]);
-		spin_unlock(&dev->fs_peer[i]->lock);
+		peer = dev->fs_peer[i];
+		spin_lock(&peer->lock);
+		mr_conn_set_hint(&peer->conn, dev->fs_share[i]);
+		if (peer->conn.ack_now) {
+			mr_conn_rx_flush(&peer->conn, now);
+			mr_peer_settle(peer, 0, MR_PEER_TX_BUDGET);
+		}
+		spin_unlock(&peer->lock);
 	}
 }
 

@@ -99,12 +99,12 @@ static int mr_peer_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *pkt
 		return MR_XMIT_GONE;
 	}
 	/*
-	 * ACKs, ACK_REQs and RESETs go in the control class: their own DSCP,
-	 * and TC_PRIO_CONTROL so that the host's queueing discipline (a
-	 * priority band, or a VLAN's egress map) can send them ahead of data.
-	 * Byte 1 of the base header is the opcode.
+	 * ACKs, ACK_REQs, RESETs and announcements go in the control class:
+	 * their own DSCP, and TC_PRIO_CONTROL so that the host's queueing
+	 * discipline (a priority band, or a VLAN's egress map) can send them
+	 * ahead of data.
 	 */
-	if (mr_op_sequenced(pkt->hdr[1])) {
+	if (!pkt->ctrl) {
 		tclass = READ_ONCE(peer->dev->tclass);
 	} else {
 		tclass = READ_ONCE(peer->dev->ctrl_tclass);

@@ -136,6 +136,7 @@ MR_TUNABLE(ai_bytes, ai_bytes, 1, false);
 MR_TUNABLE(ecn_shift, ecn_shift, 1, false);
 MR_TUNABLE(repick_alpha, repick_alpha, 1, false);
 MR_TUNABLE(pacing, pacing, 1, false);
+MR_TUNABLE(announce, announce, 1, false);
 
 static struct mr_tunable mr_tun_rx_capacity_mbps = {
 	.attr = __ATTR(rx_capacity_mbps, 0644, mr_tunable_show,
@@ -256,6 +257,7 @@ static struct attribute *mr_attrs[] = {
 	&mr_tun_ecn_shift.attr.attr,
 	&mr_tun_repick_alpha.attr.attr,
 	&mr_tun_pacing.attr.attr,
+	&mr_tun_announce.attr.attr,
 	&mr_tun_rx_capacity_mbps.attr.attr,
 	&dev_attr_host_window.attr,
 	&dev_attr_dscp.attr,

@@ -27,6 +27,10 @@
 #                   data segments they sent
 #   queue           the bottleneck's queue stays bounded: its median
 #                   sampled backlog is below RED's marking ceiling (45 kB)
+#   announce        every sender's connection announced itself before its
+#                   first data (announcements_tx), and the receiver counted
+#                   an announcement from each (announcements_rx; protocol
+#                   section 7.20)
 #
 # The figures (bandwidths, index, retransmissions, CE marks, path deaths,
 # probes, queue samples) are logged.
@@ -288,9 +292,25 @@ queue() {
 	((rc == 0)) || mr_fail "the bottleneck queue stood too high or was not sampled"
 }
 
+announce() {
+	local i n rx
+	for ((i = 0; i < SENDERS; i++)); do
+		mr_stats "mrs${i}_dev" "mrs$i" >"$MR_TMP/a$i"
+		n=$(mr_stat "$MR_TMP/a$i" announcements_tx)
+		mr_log "sender $i: announcements_tx $n"
+		((n >= 1)) || mr_fail "sender $i never announced its connection"
+	done
+	mr_stats mrsr_dev mrsr >"$MR_TMP/ar"
+	rx=$(mr_stat "$MR_TMP/ar" announcements_rx)
+	mr_log "receiver: announcements_rx $rx"
+	((rx >= SENDERS)) ||
+		mr_fail "the receiver counted $rx announcements from $SENDERS senders"
+}
+
 mr_setup star mr_star "$SENDERS"
 mr_run incast incast
 mr_run fair fair
 mr_run no_storm no_storm
 mr_run queue queue
+mr_run announce announce
 mr_done

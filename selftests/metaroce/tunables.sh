@@ -36,8 +36,8 @@ mr_require_module
 DOC=$MR_TOP/Documentation/admin-guide.rst
 TUNABLES=(paths rto_min_us rto_max_us rto_init_us probe_us dead_after
 	reorder_thresh ack_delay_us ack_every msg_ack_us init_window min_window
-	max_window ai_bytes ecn_shift repick_alpha pacing rx_capacity_mbps
-	host_window dscp ctrl_dscp)
+	max_window ai_bytes ecn_shift repick_alpha pacing announce
+	rx_capacity_mbps host_window dscp ctrl_dscp)
 PORT=18620
 
 # doc_default NAME: the default in the tunables table ("``NAME``  VALUE").
@@ -117,6 +117,7 @@ invalid() {
 	refused paths 17
 	refused dead_after 256
 	refused pacing 2
+	refused announce 2
 	refused ecn_shift 11
 	refused repick_alpha 1025
 	refused reorder_thresh 256
