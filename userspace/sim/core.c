@@ -469,6 +469,9 @@ int sim_run(u64 until)
 		case EV_FS:
 			mr_fs_ev(e.p);
 			break;
+		case EV_FS_KICK:
+			mr_fs_kick_ev(e.p);
+			break;
 		case EV_FLOW: {
 			struct flow *f = e.p;
 

@@ -38,8 +38,6 @@ static int sx_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *t)
 {
 	struct sconn *sc = env_conn(env);
 	struct pkt *p = pkt_alloc();
-	u8 op = t->hlen > 1 ? t->hdr[1] : 0;
-
 	(void)c;
 	p->proto = PROTO_MR;
 	p->src = sc->h->id;
@@ -57,10 +55,10 @@ static int sx_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *t)
 	/* Every packet is ECT(0) (protocol section 5.3)... */
 	p->ect = 1;
 	/*
-	 * ...and the unsequenced ones carry the control DSCP, which a fabric
-	 * with cfg.ctrl_prio serves ahead of queued data.
+	 * ...and the unsequenced ones and announcements carry the control
+	 * DSCP, which a fabric with cfg.ctrl_prio serves ahead of queued data.
 	 */
-	p->prio = !mr_op_sequenced(op);
+	p->prio = t->ctrl;
 	host_send(sc->h, p);
 	return 0;
 }
@@ -481,6 +479,16 @@ void mr_deliver(struct host *h, struct pkt *p)
 		mr_conn_rx_done(&sc->c, &hd, &rx, MR_RXS_INVALID, 0, S->now);
 		break;
 	}
+	/*
+	 * A sender announced itself: reshare at once, or 1/8 of a period
+	 * after the previous run (protocol section 7.20).
+	 */
+	if (sc->c.fs_new && S->cfg.fs_enable && !h->fs_kicked) {
+		u64 at = h->fs_last + S->cfg.fs_period_ns / 8;
+
+		h->fs_kicked = 1;
+		ev_push(at > S->now ? at : S->now, EV_FS_KICK, h);
+	}
 	conn_kick(sc);
 	run_posts();
 }
@@ -496,6 +504,17 @@ void mr_conn_timer_ev(struct sconn *sc)
 	run_posts();
 }
 
+/* After a run: send the hints that fell (mr_conn_set_hint()). */
+static void fs_push(struct host *h)
+{
+	u32 i;
+
+	h->fs_last = S->now;
+	for (i = 0; i < h->fs_n; i++)
+		if (h->fs_conns[i]->ack_now)
+			conn_kick((struct sconn *)h->fs_conns[i]);
+}
+
 void mr_fs_ev(struct host *h)
 {
 	if (!h->fs_n || !S->cfg.fs_enable) {
@@ -504,7 +523,18 @@ void mr_fs_ev(struct host *h)
 	}
 	mr_fs_run(&h->fs, h->fs_conns, h->fs_n,
 		  h->fs_demand, h->fs_share, S->now);
+	fs_push(h);
 	ev_push(S->now + S->cfg.fs_period_ns, EV_FS, h);
+}
+
+void mr_fs_kick_ev(struct host *h)
+{
+	h->fs_kicked = 0;
+	if (!h->fs_n)
+		return;
+	mr_fs_reshare(&h->fs, h->fs_conns, h->fs_n, h->fs_demand,
+		      h->fs_share);
+	fs_push(h);
 }
 
 /* Engine counters of every connection, freed or live. */

@@ -121,6 +121,14 @@ static void fabric_cfg(struct sim_cfg *c, u32 planes, u32 leaves, u32 hpl,
 	c->ctrl_prio = 2;
 	if (getenv("MRSIM_CTRL_PRIO"))
 		c->ctrl_prio = (u8)atoi(getenv("MRSIM_CTRL_PRIO"));
+	/*
+	 * Senders announce themselves to the receivers' fair shares, as
+	 * metaroce.ko's do; MRSIM_ANNOUNCE=0 turns that off (sim-results.rst,
+	 * incast).
+	 */
+	m->announce = 1;
+	if (getenv("MRSIM_ANNOUNCE"))
+		m->announce = (u32)atoi(getenv("MRSIM_ANNOUNCE"));
 	/* Engine tunables for a 100G, few-microsecond-RTT fabric. */
 	m->npaths = 8;
 	m->mtu = 4096;
@@ -1177,6 +1185,9 @@ static int smoke(void)
 	tap(ir.jain >= 0.9 && ir.util >= 0.8,
 	    "incast 16->1: Jain %.4f, utilization %.3f", ir.jain, ir.util);
 	tap(!ir.qp_errors, "incast 16->1: no QP error");
+	tap(ir.thint_rtts > 0 && ir.thint_rtts <= 2,
+	    "incast 16->1: every sender told a share <= 1.25 x fair within 2 RTTs (%.1f)",
+	    ir.thint_rtts);
 	/*
 	 * A 32-host all-to-all's completion time moves by several percent
 	 * with the seed alone: guard the mean of three seeds.

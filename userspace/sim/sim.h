@@ -43,6 +43,7 @@ enum sim_ev {
 	EV_PKT = 1,		/* packet arrives at the far end of pkt->link */
 	EV_CONN_TIMER,		/* MetaRoCE connection timer */
 	EV_FS,			/* receiver fair share of one host */
+	EV_FS_KICK,		/* its reshare after an announcement */
 	EV_FLOW,		/* flow starts */
 	EV_ROCE_TX,		/* RoCE QP may send */
 	EV_ROCE_TIMER,		/* RoCE QP timers (RTO, DCQCN) */
@@ -167,6 +168,8 @@ struct host {
 	u32 fs_n, fs_cap;
 	u32 *fs_demand, *fs_share;
 	u8 fs_armed;
+	u8 fs_kicked;		/* an EV_FS_KICK is pending */
+	u64 fs_last;		/* last run or reshare */
 	u64 rx_data;		/* payload bytes placed */
 	u64 drop_noconn;
 	u64 decode_drops;
@@ -290,6 +293,7 @@ void mr_flow_start(struct flow *f);
 void mr_deliver(struct host *h, struct pkt *p);
 void mr_conn_timer_ev(struct sconn *sc);
 void mr_fs_ev(struct host *h);
+void mr_fs_kick_ev(struct host *h);
 void mr_gc_ev(void);
 void mr_sim_init(void);
 void mr_sim_fini(void);
