@@ -38,6 +38,7 @@ static int sx_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *t)
 {
 	struct sconn *sc = env_conn(env);
 	struct pkt *p = pkt_alloc();
+
 	(void)c;
 	p->proto = PROTO_MR;
 	p->src = sc->h->id;

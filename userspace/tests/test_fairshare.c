@@ -298,8 +298,11 @@ static void test_demand(void)
 	ep_free(e);
 }
 
-/* The peer's announcement: a PROBE with SYN, its first packet. */
-static int rx_announce(struct ep *e, u32 flags)
+/*
+ * A PROBE from the peer on path 0, its @n-th packet there: with SYN in
+ * @flags, its announcement. @ce: it arrives CE-marked.
+ */
+static int rx_probe(struct ep *e, u32 flags, u32 n, int ce)
 {
 	struct mr_hdr h;
 
@@ -308,9 +311,15 @@ static int rx_announce(struct ep *e, u32 flags)
 	h.flags = (u16)(MR_F_ACKREQ | flags);
 	h.epoch = e->peer_epoch;
 	h.syn_dsn = e->peer_epoch;
-	h.psn = e->peer_epoch;
+	h.psn = e->peer_epoch + n;
 	h.tsval = (u32)e->now;
-	return ep_rx(e, &h, 0);
+	return ep_rx(e, &h, ce);
+}
+
+/* The peer's announcement, its first packet. */
+static int rx_announce(struct ep *e, u32 flags)
+{
+	return rx_probe(e, flags, 0, 0);
 }
 
 /* Sender: one announcement ahead of the first data, in the control class. */
@@ -332,7 +341,7 @@ static void test_announce_tx(void)
 	e = ep_new(&cfg, 0x1000, 100, 0);
 	ep_qp(e, 0, NULL);
 	ep_post(e, 0, MR_WR_WRITE, 8192, 1);
-	ep_tx(e);
+	tap_ok(ep_tx(e) == 9, "mr_conn_tx() counts the announcement among the packets it sent");
 	tap_ok(e->ntx == 9 && e->tx[0].h.opcode == MR_OP_PROBE &&
 	       e->tx[0].h.flags == (MR_F_SYN | MR_F_ACKREQ) && e->tx[0].ctrl &&
 	       e->tx[1].h.opcode == MR_OP_WRITE && !e->tx[1].ctrl &&
@@ -413,25 +422,13 @@ static void test_announce_rx(void)
 	rx_announce(e, MR_F_SYN);
 	tap_ok(!e->c.fs_new && e->c.stats[MR_ST_RX_ANNOUNCE] == 1,
 	       "a second one from an active sender changes nothing");
-	{
-		struct mr_hdr h;
-
-		memset(&h, 0, sizeof(h));
-		h.opcode = MR_OP_PROBE;
-		h.flags = MR_F_ACKREQ | MR_F_SYN;
-		h.psn = 102;
-		h.syn_dsn = 100;
-		h.tsval = (u32)e->now;
-		ep_rx(e, &h, 1);
-		tap_ok(!e->c.rx_meter_ce && !e->c.rpath[0].ce_cnt &&
-		       e->c.rx_meter_pkts == 3,
-		       "CE on a PROBE with SYN counts neither in the fair share's meter nor in the path's echo");
-		h.flags = MR_F_ACKREQ;
-		h.psn = 103;
-		ep_rx(e, &h, 1);
-		tap_ok(e->c.rx_meter_ce == 1 && e->c.rpath[0].ce_cnt == 1,
-		       "CE on a PROBE without SYN counts in both");
-	}
+	rx_probe(e, MR_F_SYN, 2, 1);
+	tap_ok(!e->c.rx_meter_ce && !e->c.rpath[0].ce_cnt &&
+	       e->c.rx_meter_pkts == 3,
+	       "CE on a PROBE with SYN counts neither in the fair share's meter nor in the path's echo");
+	rx_probe(e, 0, 3, 1);
+	tap_ok(e->c.rx_meter_ce == 1 && e->c.rpath[0].ce_cnt == 1,
+	       "CE on a PROBE without SYN counts in both");
 
 	/* the demand through the periods that follow */
 	mr_conn_rx_rate(&e->c, e->now, NULL);

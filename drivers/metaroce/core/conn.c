@@ -168,8 +168,7 @@ static int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
 	pkt.path = (u8)path;
 	pkt.sport = c->path[path].sport;
 	/* The announcement goes ahead of queued data (section 7.20). */
-	pkt.ctrl = !mr_op_sequenced(h->opcode) ||
-		   (h->opcode == MR_OP_PROBE && (h->flags & MR_F_SYN));
+	pkt.ctrl = !mr_op_sequenced(h->opcode) || mr_hdr_announces(h);
 	ret = c->ops->xmit(c->env, c, &pkt);
 	if (ret)
 		return ret == MR_XMIT_GONE ? MR_XMIT_GONE : MR_XMIT_BUSY;
@@ -444,27 +443,29 @@ static int mr_conn_wnd_shut(const struct mr_conn *c)
  * Before the first data of its epoch (and again after a RESET), a sender
  * announces itself to the receiver's fair share with a PROBE, which has
  * SYN and so goes in the control class, ahead of the data (section 7.20).
+ * Returns the packets sent: 1, or 0 if it has to wait.
  */
-static void mr_conn_announce(struct mr_conn *c, u64 now)
+static int mr_conn_announce(struct mr_conn *c, u64 now)
 {
 	struct mr_hdr h;
 	int path;
 
 	if (mr_conn_wnd_shut(c))
-		return;
+		return 0;
 	path = mr_pick_path(c, -1);
 	if (path < 0)
-		return;
+		return 0;
 	memset(&h, 0, sizeof(h));
 	h.opcode = MR_OP_PROBE;
 	h.flags = MR_F_ACKREQ;
 	if (mr_conn_send_ctrl(c, &h, path, now))
-		return;
+		return 0;
 	/* Its round trip skipped the data's queues: not an RTT sample. */
 	c->path[path].ann = 1;
 	c->path[path].ann_psn = c->path[path].nxt - 1;
 	c->announce = 0;
 	mr_stat(c, MR_ST_TX_ANNOUNCE, 1);
+	return 1;
 }
 
 int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
@@ -473,11 +474,8 @@ int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 
 	mr_conn_host_sync(c);
 	if (c->announce && c->syn && budget > 0 &&
-	    (c->rtx_cnt || !mr_list_empty(&c->active))) {
-		mr_conn_announce(c, now);
-		if (!c->announce)
-			sent++;
-	}
+	    (c->rtx_cnt || !mr_list_empty(&c->active)))
+		sent += mr_conn_announce(c, now);
 	while (sent < budget) {
 		struct mr_seg *s;
 		int path;
@@ -887,10 +885,10 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 	if (c->rx_epoch_pkts != ~0u)
 		c->rx_epoch_pkts++;
 	/*
-	 * A PROBE with SYN came in the control class: a mark on it says
+	 * An announcement came in the control class: a mark on it says
 	 * nothing about the queues the data waits in (section 5.3).
 	 */
-	if (h->opcode == MR_OP_PROBE && (h->flags & MR_F_SYN))
+	if (mr_hdr_announces(h))
 		ce = 0;
 	c->rx_meter_bytes += (u64)h->hlen + h->plen;
 	c->rx_meter_pkts++;
@@ -917,7 +915,7 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 		c->ack_now = 1;
 	if (h->opcode == MR_OP_PROBE) {
 		/* A sender's announcement: count it before its data. */
-		if ((h->flags & MR_F_SYN) && !c->rx_demand) {
+		if (mr_hdr_announces(h) && !c->rx_demand) {
 			c->rx_demand = MR_FS_DEMAND_NEW;
 			c->rx_fresh = 1;
 			c->fs_new = 1;

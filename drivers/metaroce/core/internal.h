@@ -83,6 +83,16 @@ static inline u64 mr_rand(struct mr_conn *c)
 	return x * 0x2545f4914f6cdd1dULL;
 }
 
+/*
+ * A PROBE with SYN: a sender's announcement to the receiver's fair share
+ * (or a dead path's probe after a RESET); it travels in the control class
+ * (protocol.rst, 5.3 and 7.20).
+ */
+static inline int mr_hdr_announces(const struct mr_hdr *h)
+{
+	return h->opcode == MR_OP_PROBE && (h->flags & MR_F_SYN);
+}
+
 static inline struct mr_seg *mr_seg_of(const struct mr_conn *c, u32 dsn)
 {
 	struct mr_seg *s = &c->segs[dsn & c->seg_mask];

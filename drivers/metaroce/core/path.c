@@ -630,10 +630,8 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 			continue;
 		bytes += p->len[psn % MR_PATH_WND];
 		acked++;
-		if (p->ann && psn == p->ann_psn) {
-			p->ann = 0;
+		if (p->ann && psn == p->ann_psn)
 			ann = 1;
-		}
 		mr_slot_acked(c, p, ap->path, psn, now);
 	}
 	if (mr_seq_lt(p->sack_hi, hi))
@@ -650,8 +648,9 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 	}
 	mr_path_advance(p);
 
-	if (p->ann && mr_seq_lt(p->ann_psn, p->una))
-		p->ann = 0;	/* lost, or acknowledged with a later block */
+	/* Acknowledged, or lost: it can no longer be what an ACK samples. */
+	if (p->ann && (ann || mr_seq_lt(p->ann_psn, p->una)))
+		p->ann = 0;
 
 	if (acked) {
 		u32 rtt = (u32)now - ap->tsecr;
