@@ -67,7 +67,7 @@ MR_CFG_PARAM(rto_max_us,
 MR_CFG_PARAM(rto_init_us,
 	     "Retransmission timeout before an RTT sample, us (20000)");
 MR_CFG_PARAM(probe_us,
-	     "Interval of probes on a dead path, us (10000)");
+	     "Shortest interval of probes on a dead path, us (10000)");
 MR_CFG_PARAM(dead_after,
 	     "Consecutive timeouts that make a path dead, 1-255 (3)");
 MR_CFG_PARAM(reorder_thresh,

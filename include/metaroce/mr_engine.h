@@ -82,6 +82,7 @@ struct mr_path {
 	u64 last_progress;	/* last ACK progress (or first send) */
 	u64 acked_at;		/* last ACK progress only, 0 before any */
 	u64 next_probe;
+	u64 probe_at;		/* last probe sent, 0 before any */
 	u64 last_cut;		/* last ECN weight reduction */
 	u64 route;		/* route_key() of sport; 0 unknown */
 	u16 sport;

@@ -1111,6 +1111,7 @@ static void test_late_probe(void)
 	pi = ep_last(e, MR_OP_PROBE);
 	sent = e->now;
 	e->now += c->cfg.probe_ns;
+	c->path[1].acked_at = e->now;	/* path 1 gets through */
 	mr_conn_timer(c, e->now);
 	pi2 = ep_last(e, MR_OP_PROBE);
 	tap_ok(p0->state == MR_PATH_DEAD && pi >= 0 && pi2 > pi &&
@@ -1128,6 +1129,121 @@ static void test_late_probe(void)
 	       p0->srtt > srtt,
 	       "the lost probe's late answer revives the path (state %u, srtt %u -> %u ns)",
 	       p0->state, srtt, p0->srtt);
+	ep_free(e);
+}
+
+/* Kill path 0 of @e while path 1 gets through; the time it died. */
+static u64 kill_path0(struct ep *e)
+{
+	struct mr_path *p0 = &e->c.path[0];
+	u32 k;
+
+	send_segs(e, 8);
+	for (k = 0; k < e->c.cfg.dead_after && p0->state != MR_PATH_DEAD;
+	     k++) {
+		timeout_path0(e);
+		send_segs(e, 8);
+	}
+	return e->now;
+}
+
+/* mr_conn_timer() at @t, path 1 getting through; path 0's probe count. */
+static u32 probe_at(struct ep *e, u64 t)
+{
+	e->now = t;
+	e->c.path[1].last_progress = t;
+	e->c.path[1].acked_at = t;
+	mr_conn_timer(&e->c, t);
+	return e->c.path[0].probes;
+}
+
+/*
+ * Probes are paced by the round trip the live paths measure: while it is
+ * longer than probe_ns, a probe waits for the smallest smoothed RTT of the
+ * live paths before it is declared lost and the next one goes.
+ */
+static void test_probe_pace(void)
+{
+	struct ep *e = sender(2, 0x62, 3);
+	struct mr_conn *c = &e->c;
+	struct mr_path *p0 = &c->path[0], *p1 = &c->path[1];
+	u64 died, rtt;
+	u32 n1, n2, n3;
+
+	/* path 1 measured a 20 ms round trip (and its RTO is longer) */
+	p1->srtt = 20 * MS;
+	p1->rttvar = 5 * MS;
+	rtt = 20 * MS;
+	died = kill_path0(e);
+	tap_ok(p0->state == MR_PATH_DEAD && p0->next_probe == died + rtt,
+	       "the first probe waits for the live path's round trip, not probe_ns (%llu us)",
+	       (unsigned long long)(p0->next_probe - died) / US);
+	tap_ok(probe_at(e, died + c->cfg.probe_ns) == 0,
+	       "no probe after probe_ns alone");
+	n1 = probe_at(e, died + rtt);
+	n2 = probe_at(e, died + rtt + 5 * c->cfg.probe_ns);
+	tap_ok(n1 == 1 && n2 == 1 && mr_path_rto(c, p0) == rtt,
+	       "a probe is not declared lost before the live path's round trip (%u, %u probes)",
+	       n1, n2);
+	n3 = probe_at(e, died + 2 * rtt);
+	tap_ok(n3 == 2 && c->stats[MR_ST_TX_PROBES] == 2,
+	       "the next probe goes one round trip later (%u probes)", n3);
+	/* a round trip longer than rto_max: probed every rto_max */
+	p1->srtt = 2 * (u32)c->cfg.rto_max_ns;
+	p1->rttvar = 0;
+	tap_ok(mr_path_rto(c, p0) == c->cfg.rto_max_ns,
+	       "the pace is at most rto_max (%u ns)", mr_path_rto(c, p0));
+	/* a fast live path: probe_ns again */
+	p1->srtt = 100 * US;
+	p1->rttvar = 10 * US;
+	tap_ok(mr_path_rto(c, p0) == c->cfg.probe_ns,
+	       "with a round trip shorter than probe_ns the pace is probe_ns (%u ns)",
+	       mr_path_rto(c, p0));
+	ep_free(e);
+}
+
+/*
+ * While no path gets through, a lost probe is not followed by another
+ * until one does, or until rto_max has passed.
+ */
+static void test_probe_stall(void)
+{
+	struct ep *e = sender(2, 0x63, 3);
+	struct mr_conn *c = &e->c;
+	struct mr_path *p0 = &c->path[0];
+	u64 died, t;
+	u32 n1, n2, n3, n4;
+
+	died = kill_path0(e);
+	/* the hosts stall from here: path 1 is acknowledged no more */
+	t = died + c->cfg.probe_ns;
+	e->now = t;
+	mr_conn_timer(c, t);
+	n1 = p0->probes;
+	e->now = t + 5 * c->cfg.probe_ns;
+	mr_conn_timer(c, e->now);
+	n2 = p0->probes;
+	tap_ok(n1 == 1 && n2 == 1 && c->stats[MR_ST_TX_PROBES] == 1,
+	       "in a stall the first probe goes, later ones wait (%u, %u probes)",
+	       n1, n2);
+	/* path 1 gets through again: the next probe goes within probe_ns */
+	c->path[1].acked_at = e->now;
+	e->now += c->cfg.probe_ns;
+	mr_conn_timer(c, e->now);
+	n3 = p0->probes;
+	tap_ok(n3 == 2, "once another path gets through, the next probe goes (%u probes)",
+	       n3);
+	/* a stall longer than rto_max: one probe per rto_max */
+	t = e->now;
+	e->now = t + c->cfg.rto_max_ns - c->cfg.probe_ns;
+	mr_conn_timer(c, e->now);
+	n3 = p0->probes;
+	e->now = t + c->cfg.rto_max_ns;
+	mr_conn_timer(c, e->now);
+	n4 = p0->probes;
+	tap_ok(n3 == 2 && n4 == 3,
+	       "without progress anywhere, a probe every rto_max (%u, %u probes)",
+	       n3, n4);
 	ep_free(e);
 }
 
@@ -1431,6 +1547,8 @@ int main(void)
 	test_rto_real_loss();
 	test_rto_dead_undo();
 	test_late_probe();
+	test_probe_pace();
+	test_probe_stall();
 	test_rto_floor();
 	test_rto_cap();
 	test_rto_credit();

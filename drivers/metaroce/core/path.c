@@ -154,6 +154,31 @@ static u64 mr_path_rto_base(const struct mr_conn *c, const struct mr_path *p,
 	return mr_max64(rto, mr_max32(c->cfg.rto_min_ns, p->rto_floor));
 }
 
+/*
+ * How long a dead path's probe may go unanswered, and how often a dead path
+ * is probed: probe_ns, or the smallest smoothed round trip of the live
+ * paths if that is longer (at most rto_max). No answer can come back
+ * sooner; while the hosts were starved and round trips took seconds, a
+ * fixed probe_ns sent dozens of probes per dead path before the first
+ * answer could arrive.
+ */
+static u64 mr_probe_pace(const struct mr_conn *c)
+{
+	u64 best = MR_U64_MAX;
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *q = &c->path[i];
+
+		if (q->srtt && q->state != MR_PATH_DEAD)
+			best = mr_min64(best, q->srtt);
+	}
+	if (best == MR_U64_MAX)
+		return c->cfg.probe_ns;
+	best = mr_min64(best, c->cfg.rto_max_ns);
+	return mr_max64(best, c->cfg.probe_ns);
+}
+
 static u32 mr_path_rto_cap(const struct mr_conn *c, const struct mr_path *p,
 			   u64 cap)
 {
@@ -161,7 +186,7 @@ static u32 mr_path_rto_cap(const struct mr_conn *c, const struct mr_path *p,
 
 	/* A dead path's outstanding packet is a probe: it has its own pace. */
 	if (p->state == MR_PATH_DEAD)
-		return c->cfg.probe_ns;
+		return (u32)mr_probe_pace(c);
 	rto = mr_path_rto_base(c, p, cap) << mr_min32(p->timeouts, 10);
 	return (u32)mr_min64(rto, c->cfg.rto_max_ns);
 }
@@ -709,6 +734,21 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		mr_conn_cc_on_ack(c, bytes, acked, dce, now);
 }
 
+/* Has a usable path other than @self been acknowledged after @since? */
+static int mr_others_acked_since(const struct mr_conn *c,
+				 const struct mr_path *self, u64 since)
+{
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *q = &c->path[i];
+
+		if (q != self && mr_path_usable(q) && q->acked_at > since)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * Can path @self, silent since @since, be declared dead? Only if another
  * usable path has made progress since then, or since the path's first
@@ -722,18 +762,21 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 static int mr_path_may_die(const struct mr_conn *c, const struct mr_path *self,
 			   u64 since)
 {
-	u32 i;
+	return self->overtaken || mr_others_acked_since(c, self, since);
+}
 
-	if (self->overtaken)
-		return 1;
-
-	for (i = 0; i < c->npaths; i++) {
-		const struct mr_path *q = &c->path[i];
-
-		if (q != self && mr_path_usable(q) && q->acked_at > since)
-			return 1;
-	}
-	return 0;
+/*
+ * May dead path @p send a probe now? Only once another path has got
+ * through since its previous probe (true of the first one after a death,
+ * which needs such progress), or rto_max after it. While no path gets
+ * through, the hosts have stalled, not the route, and probes would only
+ * add to the stall.
+ */
+static int mr_probe_due(const struct mr_conn *c, const struct mr_path *p,
+			u64 now)
+{
+	return !p->probe_at || now - p->probe_at >= c->cfg.rto_max_ns ||
+	       mr_others_acked_since(c, p, p->probe_at);
 }
 
 static void mr_path_send_probe(struct mr_conn *c, u32 id, u64 now)
@@ -747,6 +790,7 @@ static void mr_path_send_probe(struct mr_conn *c, u32 id, u64 now)
 	h.opcode = MR_OP_PROBE;
 	h.flags = MR_F_ACKREQ;
 	if (mr_conn_send_ctrl(c, &h, (int)id, now) == 0) {
+		p->probe_at = now;
 		p->probes++;
 		mr_stat(c, MR_ST_TX_PROBES, 1);
 	}
@@ -819,7 +863,8 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 					p->state = MR_PATH_DEAD;
 					p->dead_psn = p->nxt;
 					p->weight = 0;
-					p->next_probe = now + c->cfg.probe_ns;
+					p->next_probe = now +
+						mr_probe_pace(c);
 					mr_stat(c, MR_ST_PATH_DEAD, 1);
 				}
 			}
@@ -827,8 +872,8 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 		}
 probe:
 		if (p->state == MR_PATH_DEAD && now >= p->next_probe) {
-			p->next_probe = now + c->cfg.probe_ns;
-			if (!mr_path_has_out(p))
+			p->next_probe = now + mr_probe_pace(c);
+			if (!mr_path_has_out(p) && mr_probe_due(c, p, now))
 				mr_path_send_probe(c, i, now);
 		}
 	}
