@@ -16,7 +16,7 @@
 #               uverbs commands of ibv_rc_pingpong's client, counted with
 #               strace, are its posts
 #   stream_syscalls  and while ib_write_bw streams, posting takes none
-#               either (the send ring): under 0.05 per work request; the
+#               either (the send ring): under 0.15 per work request; the
 #               ping-pong's doorbells send in the system call, the
 #               stream's do not (doorbells_inline)
 #   recv_syscalls  nor, while ib_send_bw streams, does its server's

@@ -34,7 +34,7 @@
 #                  doorbells send in the system call (doorbells_inline)
 #   stream_syscalls  ib_write_bw's client under strace: while it streams,
 #                  posting takes no system call either (the send ring),
-#                  under 0.05 per work request (the median of three
+#                  under 0.15 per work request (the median of three
 #                  measurements); none of its doorbells sends in the
 #                  system call
 #   recv_syscalls  the same for ib_send_bw's server, which posts a receive
@@ -303,11 +303,13 @@ stream_calls() {
 }
 
 # stream_per_wr SIDE TOOL OPTION...: the uverbs commands of SIDE per work
-# request while TOOL streams must stay under 0.05. The difference between
+# request while TOOL streams must stay under 0.15. The difference between
 # two runs counts the commands of the work requests alone (setting up
 # costs the same). The figure is the median of three such pairs: under
 # emulation, one pair in several comes out two to five times the others
-# (0.06-0.1 against 0.01-0.04), with the same code.
+# (0.06-0.1 against 0.01-0.04), with the same code, and medians went up
+# to 0.063. A post that takes a system call costs 1 per work
+# request (a send ring without its timer measured 1.00).
 stream_per_wr() {
 	local short=${MR_STREAM_SHORT:-2000} long=${MR_STREAM_LONG:-20000}
 	local c1 per i all=()
@@ -323,7 +325,7 @@ stream_per_wr() {
 	done
 	per=$(printf '%s\n' "${all[@]}" | sort -g | sed -n 2p)
 	mr_log "median: $per per work request"
-	awk -v p="$per" 'BEGIN { exit !(p < 0.05) }' ||
+	awk -v p="$per" 'BEGIN { exit !(p < 0.15) }' ||
 		mr_fail "posting or polling takes system calls while streaming"
 }
 
