@@ -1199,6 +1199,11 @@ static void test_probe_pace(void)
 	tap_ok(mr_path_rto(c, p0) == c->cfg.probe_ns,
 	       "with a round trip shorter than probe_ns the pace is probe_ns (%u ns)",
 	       mr_path_rto(c, p0));
+	/* ... unless a stall just showed that round trips take far longer */
+	p1->rto_floor = 30 * MS;
+	tap_ok(mr_path_rto(c, p0) == 30 * MS,
+	       "a live path's RTO floor (a stall measured) paces probes too (%u ns)",
+	       mr_path_rto(c, p0));
 	ep_free(e);
 }
 

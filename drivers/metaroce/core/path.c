@@ -156,11 +156,13 @@ static u64 mr_path_rto_base(const struct mr_conn *c, const struct mr_path *p,
 
 /*
  * How long a dead path's probe may go unanswered, and how often a dead path
- * is probed: probe_ns, or the smallest smoothed round trip of the live
- * paths if that is longer (at most rto_max). No answer can come back
- * sooner; while the hosts were starved and round trips took seconds, a
- * fixed probe_ns sent dozens of probes per dead path before the first
- * answer could arrive.
+ * is probed: probe_ns, or the smallest round trip of the live paths if that
+ * is longer (at most rto_max). A path's round trip is its srtt, or its RTO
+ * floor if that is longer: a stall stops the samples, and the floor is
+ * what its late packets really took. No answer can come back sooner; while
+ * the hosts were starved and round trips took seconds, a fixed probe_ns
+ * sent dozens of probes per dead path before the first answer could
+ * arrive.
  */
 static u64 mr_probe_pace(const struct mr_conn *c)
 {
@@ -171,7 +173,7 @@ static u64 mr_probe_pace(const struct mr_conn *c)
 		const struct mr_path *q = &c->path[i];
 
 		if (q->srtt && q->state != MR_PATH_DEAD)
-			best = mr_min64(best, q->srtt);
+			best = mr_min64(best, mr_max32(q->srtt, q->rto_floor));
 	}
 	if (best == MR_U64_MAX)
 		return c->cfg.probe_ns;
