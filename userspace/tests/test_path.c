@@ -1085,53 +1085,6 @@ static void test_rto_dead_undo(void)
 	ep_free(e);
 }
 
-/*
- * A route slower than probe_ns: every probe is declared lost before its
- * answer comes. The late answer still revives the path, and its round
- * trip is taken as a sample.
- */
-static void test_late_probe(void)
-{
-	struct ep *e = sender(2, 0x60, 3);
-	struct mr_conn *c = &e->c;
-	struct mr_path *p0 = &c->path[0];
-	u32 first, k, srtt;
-	int pi, pi2;
-	struct mr_ack a;
-	u64 sent;
-
-	first = p0->una;
-	send_segs(e, 8);
-	for (k = 0; k < c->cfg.dead_after && p0->state != MR_PATH_DEAD; k++) {
-		timeout_path0(e);
-		send_segs(e, 8);
-	}
-	e->now = p0->next_probe;
-	mr_conn_timer(c, e->now);
-	pi = ep_last(e, MR_OP_PROBE);
-	sent = e->now;
-	e->now += c->cfg.probe_ns;
-	c->path[1].acked_at = e->now;	/* path 1 gets through */
-	mr_conn_timer(c, e->now);
-	pi2 = ep_last(e, MR_OP_PROBE);
-	tap_ok(p0->state == MR_PATH_DEAD && pi >= 0 && pi2 > pi &&
-	       p0->probes == 2 && !c->stats[MR_ST_PATH_REVIVED],
-	       "a probe unanswered within probe_ns is lost; the next one goes");
-	srtt = p0->srtt;
-	ep_ack_init(e, &a);
-	ep_ack_path(&a, 0, first);
-	ep_ack_set(&a.path[0], e->tx[pi].h.psn);
-	a.path[0].tsecr = e->tx[pi].h.tsval;
-	e->now = sent + 3 * c->cfg.probe_ns / 2;
-	ep_rx_ack(e, &a);
-	tap_ok(p0->state == MR_PATH_GOOD && p0->weight == MR_WEIGHT_ONE / 8 &&
-	       p0->cwnd > 0 && c->stats[MR_ST_PATH_REVIVED] == 1 &&
-	       p0->srtt > srtt,
-	       "the lost probe's late answer revives the path (state %u, srtt %u -> %u ns)",
-	       p0->state, srtt, p0->srtt);
-	ep_free(e);
-}
-
 /* Kill path 0 of @e while path 1 gets through; the time it died. */
 static u64 kill_path0(struct ep *e)
 {
@@ -1155,6 +1108,47 @@ static u32 probe_at(struct ep *e, u64 t)
 	e->c.path[1].acked_at = t;
 	mr_conn_timer(&e->c, t);
 	return e->c.path[0].probes;
+}
+
+/*
+ * A route slower than probe_ns: every probe is declared lost before its
+ * answer comes. The late answer still revives the path, and its round
+ * trip is taken as a sample.
+ */
+static void test_late_probe(void)
+{
+	struct ep *e = sender(2, 0x60, 3);
+	struct mr_conn *c = &e->c;
+	struct mr_path *p0 = &c->path[0];
+	u32 first, srtt;
+	int pi, pi2;
+	struct mr_ack a;
+	u64 sent;
+
+	first = p0->una;
+	kill_path0(e);
+	e->now = p0->next_probe;
+	mr_conn_timer(c, e->now);
+	pi = ep_last(e, MR_OP_PROBE);
+	sent = e->now;
+	probe_at(e, e->now + c->cfg.probe_ns);
+	pi2 = ep_last(e, MR_OP_PROBE);
+	tap_ok(p0->state == MR_PATH_DEAD && pi >= 0 && pi2 > pi &&
+	       p0->probes == 2 && !c->stats[MR_ST_PATH_REVIVED],
+	       "a probe unanswered within probe_ns is lost; the next one goes");
+	srtt = p0->srtt;
+	ep_ack_init(e, &a);
+	ep_ack_path(&a, 0, first);
+	ep_ack_set(&a.path[0], e->tx[pi].h.psn);
+	a.path[0].tsecr = e->tx[pi].h.tsval;
+	e->now = sent + 3 * c->cfg.probe_ns / 2;
+	ep_rx_ack(e, &a);
+	tap_ok(p0->state == MR_PATH_GOOD && p0->weight == MR_WEIGHT_ONE / 8 &&
+	       p0->cwnd > 0 && c->stats[MR_ST_PATH_REVIVED] == 1 &&
+	       p0->srtt > srtt,
+	       "the lost probe's late answer revives the path (state %u, srtt %u -> %u ns)",
+	       p0->state, srtt, p0->srtt);
+	ep_free(e);
 }
 
 /*
