@@ -117,7 +117,7 @@ static void h_complete(void *env, struct mr_qp *qp, const struct mr_cqe *cqe)
 	struct h_host *h = h_env(env);
 
 	assert(h->ncqe < H_MAX_CQE);
-	h->cqe_qp[h->ncqe] = (u8)((struct h_qp *)qp - h->qps);
+	h->cqe_qp[h->ncqe] = (u16)((struct h_qp *)qp - h->qps);
 	h->cqes[h->ncqe++] = *cqe;
 	if (cqe->opcode != MR_WC_RECV && cqe->opcode != MR_WC_RECV_WRITE_IMM) {
 		struct h_wr *w = &h->wrs[cqe->cookie];
@@ -150,7 +150,7 @@ static int h_bind_recv(void *env, struct mr_qp *qp, u32 ssn, u64 *cookie,
 	if (ssn >= hq->nrecv || hq->recv[ssn].used)
 		return -1;
 	hq->recv[ssn].used = 1;
-	*cookie = ((u64)ssn << 8) | (u64)(hq - hq->host->qps);
+	*cookie = H_RECV_COOKIE(ssn, hq - hq->host->qps);
 	*len = hq->recv[ssn].len;
 	return 0;
 }
@@ -302,7 +302,9 @@ static void h_pump(struct h_net *n, int hi)
 	struct h_host *h = &n->host[hi];
 	u32 i;
 
-	for (i = 0; i < h->nwr; i++) {
+	while (h->nposted < h->nwr && h_ext[hi][h->nposted].posted)
+		h->nposted++;
+	for (i = h->nposted; i < h->nwr; i++) {
 		struct h_wr_ext *e = &h_ext[hi][i];
 
 		if (e->posted)
@@ -416,8 +418,8 @@ static void h_deliver(struct h_net *n, struct h_pkt *p)
 		memcpy(h->mem + hd.raddr + hd.offset, pl, hd.plen);
 		break;
 	case MR_RXA_SEND: {
-		struct h_qp *q = &h->qps[rx.cookie & 0xff];
-		struct h_recv *r = &q->recv[rx.cookie >> 8];
+		struct h_qp *q = &h->qps[H_COOKIE_QP(rx.cookie)];
+		struct h_recv *r = &q->recv[H_COOKIE_SSN(rx.cookie)];
 
 		if (hd.offset + hd.plen > r->len) {
 			st = MR_RXS_LENGTH;

@@ -12,11 +12,16 @@
 #include <stdlib.h>
 #include <metaroce/mr_engine.h>
 
-#define H_MAX_QPS	8
-#define H_MAX_WR	4096
+#define H_MAX_QPS	512
+#define H_MAX_WR	8192
 #define H_MAX_RECV	4096
 #define H_MAX_CQE	65536
 #define H_SEGS		1024
+
+/* A bound receive's cookie: its SSN and the QP's index on the host. */
+#define H_RECV_COOKIE(ssn, qi)	(((u64)(ssn) << 16) | (u64)(qi))
+#define H_COOKIE_SSN(c)		((u32)((c) >> 16))
+#define H_COOKIE_QP(c)		((u32)((c) & 0xffff))
 
 struct h_wr {
 	u64 laddr;		/* local buffer (host memory offset) */
@@ -67,8 +72,9 @@ struct h_host {
 	u32 rkey;
 	struct h_wr wrs[H_MAX_WR];
 	u32 nwr;
+	u32 nposted;		/* wrs before this are all posted */
 	struct mr_cqe cqes[H_MAX_CQE];
-	u8 cqe_qp[H_MAX_CQE];	/* QP index of each completion */
+	u16 cqe_qp[H_MAX_CQE];	/* QP index of each completion */
 	u32 ncqe;
 	int qp_errors;
 	int qp_err_status[H_MAX_QPS];	/* last qp_error() status, or 0 */

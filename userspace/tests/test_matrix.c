@@ -203,7 +203,7 @@ static int check(struct h_net *n, struct mix *m, char *why, size_t wl)
 			    c->opcode != MR_WC_RECV_WRITE_IMM)
 				continue;
 			q = r->cqe_qp[i];
-			if (c->status != MR_WC_OK || (c->cookie >> 8) != seen[q]) {
+			if (c->status != MR_WC_OK || H_COOKIE_SSN(c->cookie) != seen[q]) {
 				snprintf(why, wl, "host %u qp %u: receive %u out of order or failed",
 					 h, q, seen[q]);
 				return 0;

@@ -71,7 +71,7 @@ static int wr_cqes_in_order(struct h_net *n, int h)
 	memset(last, 0xff, sizeof(last));
 	for (i = 0; i < n->host[h].ncqe; i++) {
 		const struct mr_cqe *c = &n->host[h].cqes[i];
-		u8 q = n->host[h].cqe_qp[i];
+		u16 q = n->host[h].cqe_qp[i];
 
 		if (c->opcode == MR_WC_RECV || c->opcode == MR_WC_RECV_WRITE_IMM)
 			continue;
@@ -201,23 +201,23 @@ static void test_all_ops(u32 loss_ppm, const char *name)
 	rc = recv_cqe(n, 1, 0, 0);
 	ok = ok && rc->status == MR_WC_OK && rc->opcode == MR_WC_RECV &&
 	     rc->byte_len == 100 && !rc->imm_valid && !rc->inv_valid &&
-	     (rc->cookie >> 8) == 0 && !rc->solicited;
+	     H_COOKIE_SSN(rc->cookie) == 0 && !rc->solicited;
 	rc = recv_cqe(n, 1, 0, 1);
 	ok = ok && rc->byte_len == 5000 && rc->imm_valid &&
-	     rc->imm == 0xfeed0001 && rc->solicited && (rc->cookie >> 8) == 1;
+	     rc->imm == 0xfeed0001 && rc->solicited && H_COOKIE_SSN(rc->cookie) == 1;
 	rc = recv_cqe(n, 1, 0, 2);
 	ok = ok && rc->byte_len == 3000 && rc->inv_valid && !rc->imm_valid &&
 	     rc->imm == 0x777;
 	rc = recv_cqe(n, 1, 0, 3);
 	ok = ok && rc->opcode == MR_WC_RECV_WRITE_IMM && rc->imm_valid &&
 	     rc->imm == 0xfeed0002 && rc->byte_len == 2000 &&
-	     (rc->cookie >> 8) == 3;
+	     H_COOKIE_SSN(rc->cookie) == 3;
 	rc = recv_cqe(n, 1, 0, 4);
 	ok = ok && rc->opcode == MR_WC_RECV && rc->byte_len == 0 &&
-	     (rc->cookie >> 8) == 4;
+	     H_COOKIE_SSN(rc->cookie) == 4;
 	rc = recv_cqe(n, 1, 0, 5);
 	ok = ok && rc->opcode == MR_WC_RECV_WRITE_IMM && rc->byte_len == 0 &&
-	     rc->imm == 0xfeed0003 && (rc->cookie >> 8) == 5;
+	     rc->imm == 0xfeed0003 && H_COOKIE_SSN(rc->cookie) == 5;
 	tap_ok(ok, "%s: 6 receive completions in order with length, imm, inv, solicited; WRITE consumes none",
 	       name);
 	h_net_free(n);
@@ -244,7 +244,7 @@ static void test_write_imm(void)
 	tap_ok(ok && wr_status(n, 0, 0) == MR_WC_OK && rc &&
 	       rc->opcode == MR_WC_RECV_WRITE_IMM && rc->imm_valid &&
 	       rc->imm == 0xfeed0002 && rc->byte_len == 3000 &&
-	       (rc->cookie >> 8) == 0 && same(n, 0, 0, 1, 0x100000, 3000),
+	       H_COOKIE_SSN(rc->cookie) == 0 && same(n, 0, 0, 1, 0x100000, 3000),
 	       "WRITE_IMM: data placed at the remote address, RECV_WRITE_IMM with the immediate");
 	h_post(n, 0, 0, MR_WR_SEND, 0, 10, 0, 0);
 	w = mkwr(MR_WR_WRITE_IMM, 0, 0x100000, rk, 0xfeed0003, 0);
@@ -252,7 +252,7 @@ static void test_write_imm(void)
 	ok = h_run(n, 100 * MS) == 0;
 	rc = recv_cqe(n, 1, 0, 2);
 	tap_ok(ok && wr_status(n, 0, 2) == MR_WC_OK && rc &&
-	       rc->imm == 0xfeed0003 && (rc->cookie >> 8) == 2 &&
+	       rc->imm == 0xfeed0003 && H_COOKIE_SSN(rc->cookie) == 2 &&
 	       rc->opcode == MR_WC_RECV_WRITE_IMM && !rc->byte_len,
 	       "a WRITE_IMM after other receive-consuming messages binds its own receive");
 	h_net_free(n);
@@ -314,7 +314,7 @@ static void test_many_qps(u32 loss_ppm, const char *name)
 				const struct mr_cqe *c = recv_cqe(n, 1, q, k);
 
 				if (!c || c->byte_len != len ||
-				    (c->cookie >> 8) != k ||
+				    H_COOKIE_SSN(c->cookie) != k ||
 				    !same(n, 0, src, 1, 0x400000 + q * 0x100000 +
 					  k * 0x1000, len))
 					ok = 0;
@@ -906,7 +906,7 @@ static void test_recv_too_small(void)
 	       wr_status(n, 0, 1) == MR_WC_WR_FLUSH_ERR &&
 	       n->host[0].qp_err_status[0] == MR_WC_REM_INV_REQ_ERR,
 	       "SEND larger than the receive: REM_INV_REQ_ERR, the next flushes");
-	tap_ok(rc && rc->status == MR_WC_LOC_LEN_ERR && (rc->cookie >> 8) == 0 &&
+	tap_ok(rc && rc->status == MR_WC_LOC_LEN_ERR && H_COOKIE_SSN(rc->cookie) == 0 &&
 	       nrecv_cqe(n, 1, 0) == 1 && n->host[1].qps[0].qp.state == MR_QP_ERR,
 	       "the responder's receive completes with LOC_LEN_ERR, its QP in error");
 	h_net_free(n);

@@ -79,7 +79,7 @@ static void send_test(u32 loss_ppm, const char *name)
 		if (c->opcode != MR_WC_RECV)
 			continue;
 		/* receives complete in order, with the right length/imm */
-		if ((c->cookie >> 8) != nrecv || c->byte_len !=
+		if (H_COOKIE_SSN(c->cookie) != nrecv || c->byte_len !=
 		    (nrecv * 977) % 8193 ||
 		    c->imm_valid != !!(nrecv % 3 == 0) ||
 		    (c->imm_valid && c->imm != 0xabc00000 + nrecv))
