@@ -437,6 +437,17 @@ enum mr_qp_state {
 	MR_QP_ERR,
 };
 
+/*
+ * Where a QP with outstanding work stands, and so how long it may go
+ * without an answer (protocol.rst, section 7.15).
+ */
+enum mr_qp_sched {
+	MR_QS_IDLE = 0,		/* nothing outstanding */
+	MR_QS_WIRE,		/* on the wire, an answer from the peer due */
+	MR_QS_WAIT,		/* waiting for a connection to serve it */
+	MR_QS_RNR,		/* waiting out an RNR timer */
+};
+
 /* Connection-time attributes of an RC QP (from modify_qp). */
 struct mr_qp_attr {
 	u32 dest_qpn;
@@ -454,10 +465,17 @@ struct mr_qp_attr {
 struct mr_qp {
 	struct mr_conn *conn;
 	struct mr_list active_node;	/* conn->active: has data to send */
-	struct mr_list busy_node;	/* conn->busy: LRU by progress */
+	/*
+	 * One of the connection's lists of QPs with work outstanding, as
+	 * ->sched says: busy (an answer from the peer is due), waitq (it
+	 * waits for a connection to serve it) or rnrq (an RNR timer).
+	 */
+	struct mr_list busy_node;
 	struct mr_list dirty_node;	/* conn->dirty: state for an ACK */
 	u32 qpn;
 	u8 state;		/* enum mr_qp_state */
+	u8 sched;		/* enum mr_qp_sched: the list busy_node is on */
+	u8 ackreq_n;		/* ACK_REQs sent since the last progress */
 	struct mr_qp_attr attr;
 
 	/* requester */
@@ -474,8 +492,11 @@ struct mr_qp {
 	u32 nak_pend_msn;
 	u32 rnr_msn;		/* first message to resend after RNR */
 	u64 rnr_until;
-	u64 last_progress;
+	u64 last_progress;	/* the last answer from the peer */
+	u64 stamp;		/* put at the tail of its list */
 	u64 next_ackreq;
+	u32 wire_segs;		/* request segments not yet acknowledged */
+	u32 blk_msn;		/* the peer completed or executed all before */
 	struct mr_msg *sq;	/* sq_slots: message m in slot m % sq_slots */
 	u32 sq_slots;		/* a power of two, 1 to MR_MSG_WND */
 
@@ -547,7 +568,10 @@ struct mr_conn {
 	u64 next_sweep;
 	u64 idle_since;
 	struct mr_list active;
-	struct mr_list busy;
+	struct mr_list busy;	/* QPs an answer is due to, by stamp */
+	struct mr_list waitq;	/* QPs waiting to be served, by stamp */
+	struct mr_list rnrq;	/* QPs waiting out RNR, by rnr_until */
+	u64 ack_last;		/* last ACK for our epoch */
 	struct mr_path path[MR_MAX_PATHS];
 
 	/* receive half */

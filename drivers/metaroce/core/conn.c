@@ -108,6 +108,8 @@ int mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg,
 	c->rx_meter_start = now;
 	mr_list_init(&c->active);
 	mr_list_init(&c->busy);
+	mr_list_init(&c->waitq);
+	mr_list_init(&c->rnrq);
 	mr_list_init(&c->dirty);
 	for (i = 0; i < MR_MAX_PATHS; i++)
 		mr_path_init(c, &c->path[i], i, now);
@@ -384,6 +386,8 @@ again:
 	memset(&h, 0, sizeof(h));
 	if (s->kind != MR_SEG_NOP && (!s->qp || mr_qp_fill_hdr(s->qp, s, &h))) {
 		/* Its message is gone: the DSN still has to be delivered. */
+		if (s->qp)
+			mr_qp_seg_gone(s->qp, s);
 		s->kind = MR_SEG_NOP;
 		s->qp = NULL;
 	}
@@ -399,6 +403,8 @@ again:
 	if (ret == MR_XMIT_GONE && s->kind != MR_SEG_NOP) {
 		struct mr_qp *qp = s->qp;
 
+		if (qp)
+			mr_qp_seg_gone(qp, s);
 		s->kind = MR_SEG_NOP;
 		s->qp = NULL;
 		if (qp)
@@ -770,6 +776,7 @@ static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_hdr *h,
 		return;
 	}
 	mr_stat(c, MR_ST_RX_ACKS, 1);
+	c->ack_last = now;
 	c->syn = 0;
 	c->peer_epoch = h->epoch;
 	if (ack->rate_hint != c->rate_hint) {
@@ -1094,6 +1101,7 @@ int mr_conn_idle(const struct mr_conn *c)
 {
 	return c->dsn_una == c->dsn_nxt && !c->rtx_cnt &&
 	       mr_list_empty(&c->active) && mr_list_empty(&c->busy) &&
+	       mr_list_empty(&c->waitq) && mr_list_empty(&c->rnrq) &&
 	       mr_list_empty(&c->dirty);
 }
 

@@ -115,6 +115,7 @@ static inline void mr_drop(struct mr_conn *c, struct mr_rx *rx, int reason)
 /* path.c */
 void mr_path_init(struct mr_conn *c, struct mr_path *p, u32 id, u64 now);
 u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p);
+u64 mr_conn_rto(const struct mr_conn *c);
 int mr_path_usable(const struct mr_path *p);
 void mr_path_sent(struct mr_conn *c, u32 id, u32 dsn, u32 wire_len, u64 now);
 void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap,
@@ -153,6 +154,7 @@ void mr_qp_rx_done(struct mr_conn *c, struct mr_qp *qp,
 		   const struct mr_hdr *h, struct mr_rx *rx, int status,
 		   u64 result, u64 now);
 void mr_qp_sweep(struct mr_conn *c, u64 now);
+void mr_qp_seg_gone(struct mr_qp *qp, const struct mr_seg *s);
 u64 mr_qp_next_timer(const struct mr_conn *c);
 int mr_qp_has_tx(const struct mr_qp *qp, u64 now);
 void mr_qp_source_gone(struct mr_qp *qp, u64 now);

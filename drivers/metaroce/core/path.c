@@ -198,6 +198,27 @@ u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p)
 	return mr_path_rto_cap(c, p, mr_rto_cap(c));
 }
 
+/*
+ * How long an answer may take on the connection's best live path: its
+ * retransmit timeout without backoff (rto_init while no path has
+ * measured a round trip), at most rto_max.
+ */
+u64 mr_conn_rto(const struct mr_conn *c)
+{
+	u64 best = MR_U64_MAX, cap = mr_rto_cap(c);
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct mr_path *p = &c->path[i];
+
+		if (mr_path_usable(p))
+			best = mr_min64(best, mr_path_rto_base(c, p, cap));
+	}
+	if (best == MR_U64_MAX)
+		best = c->cfg.rto_init_ns;
+	return mr_min64(best, c->cfg.rto_max_ns);
+}
+
 int mr_path_usable(const struct mr_path *p)
 {
 	return p->state != MR_PATH_DEAD;

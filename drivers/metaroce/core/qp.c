@@ -80,13 +80,80 @@ static int mr_sq_live(const struct mr_qp *qp, u32 msn)
 							   qp->sq_una);
 }
 
-static void mr_qp_progress(struct mr_qp *qp, u64 now)
+/*
+ * Where a requester stands (protocol.rst, section 7.15): an answer from the
+ * peer is due while a segment of it is unacknowledged or a message it has
+ * fully sent is not yet reported complete or executed (WIRE); otherwise it
+ * only waits for a connection to serve it, ours to send its next segment
+ * or the peer's to send a response (WAIT).
+ */
+static u8 mr_qp_sched_of(const struct mr_qp *qp)
+{
+	if (qp->state != MR_QP_RTS || qp->sq_una == qp->sq_nxt)
+		return MR_QS_IDLE;
+	if (qp->rnr_wait)
+		return MR_QS_RNR;
+	if (qp->wire_segs || mr_msn_lt(qp->blk_msn, qp->sq_cur))
+		return MR_QS_WIRE;
+	return MR_QS_WAIT;
+}
+
+/* Put @qp at the tail of the list for @sched (rnrq: by rnr_until). */
+static void mr_qp_enlist(struct mr_qp *qp, u8 sched, u64 now)
 {
 	struct mr_conn *c = qp->conn;
+	struct mr_list *at;
 
+	if (mr_list_linked(&qp->busy_node))
+		mr_list_del(&qp->busy_node);
+	qp->sched = sched;
+	qp->stamp = now;
+	if (!c)
+		return;
+	switch (sched) {
+	case MR_QS_WIRE:
+		mr_list_add_tail(&qp->busy_node, &c->busy);
+		break;
+	case MR_QS_WAIT:
+		mr_list_add_tail(&qp->busy_node, &c->waitq);
+		break;
+	case MR_QS_RNR:
+		/* Timers of one responder are equal: this walk is short. */
+		at = c->rnrq.prev;
+		while (at != &c->rnrq &&
+		       mr_container_of(at, struct mr_qp,
+				       busy_node)->rnr_until > qp->rnr_until)
+			at = at->prev;
+		mr_list_add_tail(&qp->busy_node, at->next);
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * After anything that may change where @qp stands. A QP that puts
+ * something on the wire again starts its clock: while it was waiting, the
+ * peer owed it nothing.
+ */
+static void mr_qp_resched(struct mr_qp *qp, u64 now)
+{
+	u8 s = mr_qp_sched_of(qp);
+
+	if (s == qp->sched)
+		return;
+	if (s == MR_QS_WIRE)
+		qp->last_progress = now;
+	mr_qp_enlist(qp, s, now);
+}
+
+/* An answer from the peer: the QP's clock and ACK_REQ back-off restart. */
+static void mr_qp_progress(struct mr_qp *qp, u64 now)
+{
 	qp->last_progress = now;
-	if (c && qp->sq_una != qp->sq_nxt)
-		mr_list_move_tail(&qp->busy_node, &c->busy);
+	qp->ackreq_n = 0;
+	qp->next_ackreq = 0;
+	mr_qp_enlist(qp, mr_qp_sched_of(qp), now);
 }
 
 static void mr_qp_activate(struct mr_qp *qp)
@@ -152,6 +219,7 @@ int mr_qp_rts(struct mr_qp *qp, const struct mr_qp_attr *a, u64 now)
 	qp->sq_una = a->sq_psn & MR_MSN_MASK;
 	qp->sq_cur = qp->sq_una;
 	qp->sq_nxt = qp->sq_una;
+	qp->blk_msn = qp->sq_una;
 	qp->rnr_left = a->rnr_retry;
 	qp->state = MR_QP_RTS;
 	qp->last_progress = now;
@@ -225,12 +293,11 @@ int mr_qp_post(struct mr_qp *qp, const struct mr_wr *wr, u64 now)
 	if (qp->sq_una == qp->sq_nxt)
 		qp->last_progress = now;
 	qp->sq_nxt = (qp->sq_nxt + 1) & MR_MSN_MASK;
-	if (!mr_list_linked(&qp->busy_node))
-		mr_list_add_tail(&qp->busy_node, &qp->conn->busy);
 	if (mr_qp_skip_local(qp))
 		mr_qp_complete(qp, now);
 	if (!qp->rnr_wait)
 		mr_qp_activate(qp);
+	mr_qp_resched(qp, now);
 	return 0;
 }
 
@@ -300,10 +367,12 @@ int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now)
 		s->len = mr_min32(mtu, m->len - m->sent);
 	m->sent += s->len;
 	m->segs_out++;
+	qp->wire_segs++;
 	if (mr_wr_is_read_atomic(m->opcode) || m->sent >= m->len) {
 		m->state = MR_MSG_SENT;
 		qp->sq_cur = (qp->sq_cur + 1) & MR_MSN_MASK;
 	}
+	mr_qp_resched(qp, now);
 	return 1;
 }
 
@@ -360,13 +429,23 @@ int mr_qp_fill_hdr(struct mr_qp *qp, const struct mr_seg *s, struct mr_hdr *h)
 
 void mr_qp_seg_acked(struct mr_qp *qp, struct mr_seg *s, u64 now)
 {
-	if (s->kind == MR_SEG_REQ && mr_sq_live(qp, s->msn)) {
-		struct mr_msg *m = mr_sq_msg(qp, s->msn);
+	if (s->kind == MR_SEG_REQ) {
+		mr_qp_seg_gone(qp, s);
+		if (mr_sq_live(qp, s->msn)) {
+			struct mr_msg *m = mr_sq_msg(qp, s->msn);
 
-		if (m->gen == s->gen && m->segs_out)
-			m->segs_out--;
+			if (m->gen == s->gen && m->segs_out)
+				m->segs_out--;
+		}
 	}
 	mr_qp_progress(qp, now);
+}
+
+/* A request segment of @qp left the connection's table, or became a NOP. */
+void mr_qp_seg_gone(struct mr_qp *qp, const struct mr_seg *s)
+{
+	if (s->kind == MR_SEG_REQ && qp->wire_segs)
+		qp->wire_segs--;
 }
 
 static void mr_qp_emit(struct mr_qp *qp, struct mr_msg *m, u8 status)
@@ -419,11 +498,11 @@ static void mr_qp_complete_ok(struct mr_qp *qp, u64 now, int *anyp)
 	*anyp = any;
 	if (!any)
 		return;
+	if (mr_msn_lt(qp->blk_msn, qp->sq_una))
+		qp->blk_msn = qp->sq_una;
 	/* As IB: the RNR retry count is per request, not per QP life. */
 	qp->rnr_left = qp->attr.rnr_retry;
 	mr_qp_progress(qp, now);
-	if (qp->sq_una == qp->sq_nxt)
-		mr_list_del(&qp->busy_node);
 	if (qp->sq_cur != qp->sq_nxt && !qp->rnr_wait)
 		mr_qp_activate(qp);
 }
@@ -453,11 +532,10 @@ static void mr_qp_fail_cause(struct mr_qp *qp, u8 status, u8 cause, u64 now)
 	qp->rd_out = 0;
 	qp->resp_cnt = 0;
 	qp->state = MR_QP_ERR;
+	mr_qp_enlist(qp, MR_QS_IDLE, now);
 	if (c) {
 		if (mr_list_linked(&qp->active_node))
 			mr_list_del(&qp->active_node);
-		if (mr_list_linked(&qp->busy_node))
-			mr_list_del(&qp->busy_node);
 		if (cause != MR_WC_OK)
 			c->ops->qp_error(c->env, qp, cause);
 	}
@@ -505,6 +583,8 @@ void mr_qp_detach(struct mr_qp *qp)
 		mr_list_del(&qp->active_node);
 	if (mr_list_linked(&qp->busy_node))
 		mr_list_del(&qp->busy_node);
+	qp->sched = MR_QS_IDLE;
+	qp->wire_segs = 0;
 	if (mr_list_linked(&qp->dirty_node))
 		mr_list_del(&qp->dirty_node);
 	qp->conn = NULL;
@@ -993,9 +1073,11 @@ static void mr_qp_rewind(struct mr_qp *qp, u64 now)
 		m->gen = qp->gen;
 	}
 	qp->sq_cur = qp->rnr_msn;
+	if (mr_msn_lt(qp->sq_cur, qp->blk_msn))
+		qp->blk_msn = qp->sq_cur;
 	qp->rnr_wait = 0;
-	qp->last_progress = now;
 	mr_qp_activate(qp);
+	mr_qp_progress(qp, now);
 }
 
 void mr_qp_on_ack_block(struct mr_qp *qp, const struct mr_ack_qp *aq, u64 now)
@@ -1010,6 +1092,11 @@ void mr_qp_on_ack_block(struct mr_qp *qp, const struct mr_ack_qp *aq, u64 now)
 	case MR_QPS_OK:
 		if (!d || d > span)
 			return;
+		/* News of the messages before aq->msn is an answer. */
+		if (mr_msn_lt(qp->blk_msn, aq->msn)) {
+			qp->blk_msn = aq->msn;
+			mr_qp_progress(qp, now);
+		}
 		for (msn = qp->sq_una; msn != aq->msn;
 		     msn = (msn + 1) & MR_MSN_MASK) {
 			struct mr_msg *m = mr_sq_msg(qp, msn);
@@ -1036,11 +1123,15 @@ void mr_qp_on_ack_block(struct mr_qp *qp, const struct mr_ack_qp *aq, u64 now)
 		qp->rnr_until = now + mr_rnr_ns(aq->aux);
 		if (mr_list_linked(&qp->active_node))
 			mr_list_del(&qp->active_node);
+		mr_qp_resched(qp, now);
 		return;
 	default:
 		if (d > span)
 			return;
 		mr_stat(qp->conn, MR_ST_NAK_RX, 1);
+		/* Everything before the failed message completed or executed. */
+		if (mr_msn_lt(qp->blk_msn, aq->msn))
+			qp->blk_msn = aq->msn;
 		for (msn = qp->sq_una; msn != aq->msn;
 		     msn = (msn + 1) & MR_MSN_MASK) {
 			struct mr_msg *m = mr_sq_msg(qp, msn);
@@ -1078,65 +1169,139 @@ static void mr_qp_send_ackreq(struct mr_conn *c, struct mr_qp *qp, u64 now)
 		mr_stat(c, MR_ST_TX_ACKREQ, 1);
 }
 
+/*
+ * Retry exhaustion: no answer for retry_cnt + 1 timeouts. A timeout is at
+ * least two maximal path timeouts, so that paths backing off, dying and
+ * being probed back (a plane failure) never count as the peer being gone.
+ */
+static u64 mr_qp_retry_ns(const struct mr_qp *qp, const struct mr_conn *c)
+{
+	if (!qp->attr.timeout_ns)
+		return MR_U64_MAX;
+	return ((u64)qp->attr.retry_cnt + 1) *
+	       mr_max64(qp->attr.timeout_ns, 2 * (u64)c->cfg.rto_max_ns);
+}
+
+/*
+ * How often a QP an answer is due to is looked at: the ACK_REQ interval
+ * (msg_ack_ns, or a round trip's timeout if that is longer).
+ */
+static u64 mr_qp_wire_visit(const struct mr_conn *c)
+{
+	return mr_max64(c->cfg.msg_ack_ns, mr_conn_rto(c));
+}
+
+/*
+ * How often a waiting QP is looked at: it can only fail, and only once the
+ * connection itself went quiet for its retry time (at least 2 rto_max).
+ */
+static u64 mr_qp_wait_visit(const struct mr_conn *c)
+{
+	return mr_max64(c->cfg.msg_ack_ns, c->cfg.rto_max_ns / 4);
+}
+
+/* The last sign of life from the peer: an ACK for us, or its data. */
+static u64 mr_conn_alive_at(const struct mr_conn *c)
+{
+	return mr_max64(c->ack_last, c->rx_epoch ? c->rx_last : 0);
+}
+
+/*
+ * A QP an answer is due to: fail it once its retries are exhausted; ask
+ * again (ACK_REQ) when its oldest message not yet reported is delivered,
+ * and nothing came back for a round trip's timeout, backing off while the
+ * questions go unanswered (a QP block is lost only with its ACK).
+ */
+static void mr_qp_visit_wire(struct mr_conn *c, struct mr_qp *qp, u64 now)
+{
+	u64 idle = now - qp->last_progress, base;
+	struct mr_msg *m;
+
+	if (idle >= mr_qp_retry_ns(qp, c)) {
+		mr_qp_fail(qp, MR_WC_RETRY_EXC_ERR, now);
+		return;
+	}
+	base = mr_qp_wire_visit(c);
+	m = mr_sq_msg(qp, qp->blk_msn);
+	if (mr_msn_lt(qp->blk_msn, qp->sq_cur) && mr_sq_live(qp, qp->blk_msn) &&
+	    m->state == MR_MSG_SENT && !m->segs_out && idle >= base &&
+	    now >= qp->next_ackreq) {
+		qp->next_ackreq = now + (base << mr_min32(qp->ackreq_n, 4));
+		if (qp->ackreq_n < 255)
+			qp->ackreq_n++;
+		mr_qp_send_ackreq(c, qp, now);
+	}
+	mr_qp_enlist(qp, MR_QS_WIRE, now);
+}
+
+/*
+ * A QP waiting to be served: it owes its wait to the connection, so it
+ * fails only when the connection has heard nothing from the peer for its
+ * retry time.
+ */
+static void mr_qp_visit_wait(struct mr_conn *c, struct mr_qp *qp, u64 now)
+{
+	u64 since = mr_max64(qp->last_progress, mr_conn_alive_at(c));
+
+	if (now - since >= mr_qp_retry_ns(qp, c)) {
+		mr_qp_fail(qp, MR_WC_RETRY_EXC_ERR, now);
+		return;
+	}
+	mr_qp_enlist(qp, MR_QS_WAIT, now);
+}
+
 void mr_qp_sweep(struct mr_conn *c, u64 now)
 {
-	struct mr_list *n = c->busy.next;
+	u64 wire = mr_qp_wire_visit(c), wait = mr_qp_wait_visit(c);
+	struct mr_qp *qp;
 
 	if (now < c->next_sweep)
 		return;
 	c->next_sweep = now + c->cfg.msg_ack_ns / 2;
-	while (n != &c->busy) {
-		struct mr_qp *qp = mr_container_of(n, struct mr_qp, busy_node);
-		u64 idle = now - qp->last_progress;
-		struct mr_msg *m;
-
-		n = n->next;
-		/* Waiting out an RNR timer is not a lack of progress. */
-		if (qp->rnr_wait) {
-			if (now >= qp->rnr_until)
-				mr_qp_rewind(qp, now);
-			continue;
-		}
-		if (idle < c->cfg.msg_ack_ns)
+	/* RNR timers ran out: resend from the refused message. */
+	while (!mr_list_empty(&c->rnrq)) {
+		qp = mr_container_of(c->rnrq.next, struct mr_qp, busy_node);
+		if (now < qp->rnr_until)
 			break;
-		if (qp->state != MR_QP_RTS)
-			continue;
-		/*
-		 * Retry exhaustion: no progress for retry_cnt + 1 timeouts.
-		 * A timeout is at least two maximal path timeouts, so that
-		 * paths backing off, dying and being probed back (a plane
-		 * failure) never count as the peer being gone.
-		 */
-		if (qp->attr.timeout_ns &&
-		    idle >= ((u64)qp->attr.retry_cnt + 1) *
-			    mr_max64(qp->attr.timeout_ns,
-				     2 * (u64)c->cfg.rto_max_ns)) {
-			mr_qp_fail(qp, MR_WC_RETRY_EXC_ERR, now);
-			continue;
-		}
-		m = mr_sq_msg(qp, qp->sq_una);
-		/*
-		 * Any request (a READ or atomic too: its NAK can be lost as
-		 * well) fully delivered and still not complete.
-		 */
-		if (qp->sq_una != qp->sq_cur && m->state == MR_MSG_SENT &&
-		    !m->segs_out && now >= qp->next_ackreq) {
-			qp->next_ackreq = now + c->cfg.msg_ack_ns;
-			mr_qp_send_ackreq(c, qp, now);
-		}
+		mr_qp_rewind(qp, now);
+	}
+	/*
+	 * Each list is in the order its QPs were last looked at or made
+	 * progress; a visited QP goes to the tail, so each QP is looked at
+	 * once per period, however many there are.
+	 */
+	while (!mr_list_empty(&c->busy)) {
+		qp = mr_container_of(c->busy.next, struct mr_qp, busy_node);
+		if (now - qp->stamp < wire)
+			break;
+		mr_qp_visit_wire(c, qp, now);
+	}
+	while (!mr_list_empty(&c->waitq)) {
+		qp = mr_container_of(c->waitq.next, struct mr_qp, busy_node);
+		if (now - qp->stamp < wait)
+			break;
+		mr_qp_visit_wait(c, qp, now);
 	}
 }
 
 u64 mr_qp_next_timer(const struct mr_conn *c)
 {
+	u64 t = MR_U64_MAX;
 	const struct mr_qp *qp;
 
-	if (mr_list_empty(&c->busy))
-		return MR_U64_MAX;
-	qp = mr_container_of(c->busy.next, struct mr_qp, busy_node);
-	if (qp->rnr_wait)
-		return mr_max64(c->next_sweep, qp->rnr_until);
-	return mr_max64(c->next_sweep, qp->last_progress + c->cfg.msg_ack_ns);
+	if (!mr_list_empty(&c->rnrq)) {
+		qp = mr_container_of(c->rnrq.next, struct mr_qp, busy_node);
+		t = qp->rnr_until;
+	}
+	if (!mr_list_empty(&c->busy)) {
+		qp = mr_container_of(c->busy.next, struct mr_qp, busy_node);
+		t = mr_min64(t, qp->stamp + mr_qp_wire_visit(c));
+	}
+	if (!mr_list_empty(&c->waitq)) {
+		qp = mr_container_of(c->waitq.next, struct mr_qp, busy_node);
+		t = mr_min64(t, qp->stamp + mr_qp_wait_visit(c));
+	}
+	return t == MR_U64_MAX ? t : mr_max64(c->next_sweep, t);
 }
 
 int mr_qp_has_tx(const struct mr_qp *qp, u64 now)
