@@ -89,6 +89,58 @@ static int mr_peers_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(mr_peers);
 
+/* One RC QP with work in the engine: both halves' message state. */
+static void mr_qp_show(struct seq_file *m, struct mr_ibqp *qp, u64 now)
+{
+	const struct mr_qp *e = &qp->eng;
+	const struct mr_msg *o = NULL;
+
+	if (e->sq_una == e->sq_nxt && !e->resp_cnt && !e->fatal &&
+	    !e->rnr_nak && !e->rnr_wait)
+		return;
+	if (e->sq_una != e->sq_nxt && e->sq_slots)
+		o = &e->sq[e->sq_una & (e->sq_slots - 1)];
+	seq_printf(m, "qp %u dest %u st %u sq %u/%u/%u rd_out %u rnr %u/%u nak_pend %u lists %d%d%d idle_us %llu",
+		   e->qpn, e->attr.dest_qpn, e->state,
+		   e->sq_una & 0xfff, e->sq_cur & 0xfff, e->sq_nxt & 0xfff,
+		   e->rd_out, e->rnr_wait, e->rnr_left, e->nak_pend,
+		   e->active_node.next != &e->active_node,
+		   e->busy_node.next != &e->busy_node,
+		   e->dirty_node.next != &e->dirty_node,
+		   (now - e->last_progress) / NSEC_PER_USEC);
+	if (o)
+		seq_printf(m, " oldest op %u st %u len %u sent %u landed %u segs_out %u fl %u",
+			   o->opcode, o->state, o->len, o->sent, o->landed,
+			   o->segs_out, o->flags);
+	seq_printf(m, " | rq_msn %u fatal %u rnr_nak %u nak_msn %u resp %u ring %u/%u/%u\n",
+		   e->rq_msn & 0xfff, e->fatal, e->rnr_nak, e->nak_msn & 0xfff,
+		   e->resp_cnt, qp->sq.head, qp->sq.eng, qp->sq.tail);
+}
+
+static int mr_qps_show(struct seq_file *m, void *unused)
+{
+	struct mr_dev *dev = m->private;
+	struct mr_ibqp *qp;
+	unsigned long idx;
+
+	xa_for_each(&dev->qps, idx, qp) {
+		struct mr_peer *peer;
+
+		if (!refcount_inc_not_zero(&qp->ref))
+			continue;
+		peer = READ_ONCE(qp->peer);
+		if (peer) {
+			spin_lock_bh(&peer->lock);
+			if (qp->peer == peer)
+				mr_qp_show(m, qp, ktime_get_ns());
+			spin_unlock_bh(&peer->lock);
+		}
+		mr_qp_put(qp);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(mr_qps);
+
 void mr_debugfs_add(struct mr_dev *dev)
 {
 	if (!mr_debugfs_root)
@@ -96,6 +148,7 @@ void mr_debugfs_add(struct mr_dev *dev)
 	dev->debugfs = debugfs_create_dir(dev_name(&dev->ibdev.dev),
 					  mr_debugfs_root);
 	debugfs_create_file("peers", 0400, dev->debugfs, dev, &mr_peers_fops);
+	debugfs_create_file("qps", 0400, dev->debugfs, dev, &mr_qps_fops);
 }
 
 void mr_debugfs_remove(struct mr_dev *dev)
