@@ -1519,6 +1519,77 @@ static void test_scale_mix(u32 loss_ppm, u8 retry_cnt, const char *name)
 	h_net_free(n);
 }
 
+/*
+ * The same busy QPs when the link goes down under them: every QP of both
+ * hosts fails, those with something on the wire and those only waiting
+ * for their turn alike, within one retry time of the last answer (plus
+ * the sweep's period), and not twice that (issue #24).
+ */
+static void test_scale_cut(void)
+{
+	struct mr_conn_cfg cfg;
+	struct mr_qp_attr a;
+	struct h_net *n;
+	u32 q, k, h, nfail = 0, bad = 0;
+	u64 cut, retry, last = 0;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.max_window = 32 * 1024;
+	cfg.init_window = 32 * 1024;
+	cfg.rto_max_ns = 10 * MS;
+	n = h_net_new(&cfg, SC_MEM, 131, 0x3000, 0xfffff300);
+	for (h = 0; h < 2; h++)
+		n->link[h].rate_bps = 50000000;
+	h_attr_default(n, &a);
+	a.timeout_ns = 1 * MS;
+	a.retry_cnt = 1;
+	retry = 2 * 2 * cfg.rto_max_ns;	/* (retry_cnt + 1) x 2 rto_max */
+	for (q = 0; q < SC_QPS; q++)
+		h_connect_attr(n, q, 0x10000 * q + 7, 0x10000 * q + 9, &a);
+	for (k = 0; k < 40; k++)
+		for (q = 0; q < SC_QPS; q++)
+			for (h = 0; h < 2; h++)
+				h_post(n, (int)h, q, k % 2 ? MR_WR_READ :
+				       MR_WR_WRITE, SC_LOC(q, k % 8), 3000,
+				       k % 2 ? SC_RO(q) : SC_WIN(q, k % 8), 0);
+	h_run_for(n, 100 * MS);
+	cut = n->now;
+	n->link[0].down = 1;
+	n->link[1].down = 1;
+	h_run(n, n->now + 2 * SEC);
+	for (h = 0; h < 2; h++) {
+		const struct h_host *x = &n->host[h];
+		u32 i;
+
+		for (i = 0; i < x->nwr; i++) {
+			const struct h_wr *w = &x->wrs[i];
+
+			if (!w->done) {
+				bad++;
+				continue;
+			}
+			if (w->cqe.status == MR_WC_RETRY_EXC_ERR) {
+				nfail++;
+				if (w->done_at > last)
+					last = w->done_at;
+			} else if (w->cqe.status != MR_WC_OK &&
+				   w->cqe.status != MR_WC_WR_FLUSH_ERR) {
+				bad++;
+			}
+		}
+		if ((u32)x->qp_errors != SC_QPS)
+			bad++;
+	}
+	tap_ok(!bad && nfail == 2 * SC_QPS,
+	       "link cut under %u busy QPs per host: every QP fails, its oldest request with RETRY_EXC_ERR, the rest flushed (%u RETRY_EXC_ERR, %u wrong)",
+	       SC_QPS, nfail, bad);
+	tap_ok(last && last - cut <= retry + 2 * cfg.rto_max_ns,
+	       "and within one retry time of the cut (%llu ms, retry time %llu ms)",
+	       (unsigned long long)(last - cut) / MS,
+	       (unsigned long long)retry / MS);
+	h_net_free(n);
+}
+
 int main(void)
 {
 	tap_start();
@@ -1550,5 +1621,6 @@ int main(void)
 	test_atomics_once();
 	test_scale_mix(0, 0, "256 QPs, lossless");
 	test_scale_mix(10000, 3, "256 QPs, 1% loss");
+	test_scale_cut();
 	return tap_done();
 }

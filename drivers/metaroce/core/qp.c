@@ -131,10 +131,17 @@ static void mr_qp_enlist(struct mr_qp *qp, u8 sched, u64 now)
 	}
 }
 
+/* The last sign of life from the peer: an ACK for us, or its data. */
+static u64 mr_conn_alive_at(const struct mr_conn *c)
+{
+	return mr_max64(c->ack_last, c->rx_epoch ? c->rx_last : 0);
+}
+
 /*
  * After anything that may change where @qp stands. A QP that puts
- * something on the wire again starts its clock: while it was waiting, the
- * peer owed it nothing.
+ * something on the wire again starts its clock from the connection's last
+ * sign of life: while it was waiting, the peer owed it nothing, but a peer
+ * that has been silent since is no fresher for it.
  */
 static void mr_qp_resched(struct mr_qp *qp, u64 now)
 {
@@ -142,8 +149,9 @@ static void mr_qp_resched(struct mr_qp *qp, u64 now)
 
 	if (s == qp->sched)
 		return;
-	if (s == MR_QS_WIRE)
-		qp->last_progress = now;
+	if (s == MR_QS_WIRE && qp->conn)
+		qp->last_progress = mr_max64(qp->last_progress,
+					     mr_conn_alive_at(qp->conn));
 	mr_qp_enlist(qp, s, now);
 }
 
@@ -1198,12 +1206,6 @@ static u64 mr_qp_wire_visit(const struct mr_conn *c)
 static u64 mr_qp_wait_visit(const struct mr_conn *c)
 {
 	return mr_max64(c->cfg.msg_ack_ns, c->cfg.rto_max_ns / 4);
-}
-
-/* The last sign of life from the peer: an ACK for us, or its data. */
-static u64 mr_conn_alive_at(const struct mr_conn *c)
-{
-	return mr_max64(c->ack_last, c->rx_epoch ? c->rx_last : 0);
 }
 
 /*
