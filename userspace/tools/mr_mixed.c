@@ -36,6 +36,12 @@
  * a timeout, the QPs still waiting are listed. On success both sides print
  * one line with the phase times and the operation rate.
  *
+ * With --cut, a test cuts the link under the traffic (give --ops enough for
+ * every QP to be busy then): every QP must fail, its oldest outstanding
+ * request with RETRY_EXC_ERR, every later request and every receive it had
+ * posted with WR_FLUSH_ERR, in order, each with its own wr_id and exactly
+ * once, before --timeout; the tool then exits 0 without the final checks.
+ *
  *   server: mr_mixed -d DEV [-g GIDX] [options]
  *   client: mr_mixed -d DEV [-g GIDX] [options] SERVER_ADDRESS
  */
@@ -99,7 +105,8 @@ struct gen {
 /* Requester state of one QP. */
 struct rq_state {
 	struct gen g;
-	uint32_t done;		/* ops completed */
+	uint32_t done;		/* ops completed (--cut: or failed) */
+	bool failed;		/* --cut: the QP failed */
 	uint64_t hash[MAX_DEPTH];	/* READ: hash of the expected bytes */
 	uint64_t expect[MAX_DEPTH];	/* atomics: expected original */
 };
@@ -110,6 +117,7 @@ struct rs_state {
 	uint32_t nrecv_ops;	/* receive-consuming ops the peer will post */
 	uint32_t recvd;		/* receives completed */
 	uint32_t posted;	/* receives posted */
+	uint32_t flushed;	/* --cut: receives flushed */
 };
 
 struct conninfo {
@@ -126,7 +134,7 @@ static struct {
 	unsigned int nqps, depth, ops, rd_atomic, qp_timeout, big_qps;
 	uint32_t max_size, big_size;
 	uint64_t seed;
-	bool srq;
+	bool srq, cut;
 } opt = {
 	.gidx = 0, .port = 18640, .timeout = 300, .nqps = 400, .depth = 4,
 	.ops = 20, .rd_atomic = 16, .qp_timeout = 14, .max_size = 4096,
@@ -153,6 +161,8 @@ static struct conninfo local, remote;
 static int sock = -1;
 static double t_start, deadline;
 static unsigned long long ops_done, bytes_done, recvs_done;
+static unsigned long long cut_failed, cut_flushed, cut_req_flushed; /* --cut */
+static double last_ok, last_fail;			/* --cut */
 
 static void die(const char *fmt, ...)
 {
@@ -665,7 +675,10 @@ static void post_recvs(void)
 
 		gen_init(&s->g, !side, i);
 		gen_init(&g, !side, i);
-		for (uint32_t k = 0; k < opt.ops; k++) {
+		/* --cut: the run ends with the link, not the stream. */
+		if (opt.cut)
+			s->nrecv_ops = UINT32_MAX;
+		for (uint32_t k = 0; k < opt.ops && !opt.cut; k++) {
 			gen_next(&g, i, &o);
 			s->nrecv_ops += op_consumes_recv(&o);
 		}
@@ -905,6 +918,7 @@ static void on_send(const struct ibv_wc *wc)
 	s->done++;
 	ops_done++;
 	bytes_done += o->len;
+	last_ok = now_s();
 	if (s->g.seq < opt.ops)
 		post_op((unsigned int)qi);
 	return;
@@ -921,7 +935,9 @@ static void report_stuck(void)
 		struct rq_state *s = &req[i];
 		struct rs_state *r = &rsp[i];
 
-		if (s->done == opt.ops && r->recvd == r->nrecv_ops)
+		if (opt.cut ? s->failed && s->done == s->g.seq &&
+			      r->recvd + r->flushed == r->posted :
+			      s->done == opt.ops && r->recvd == r->nrecv_ops)
 			continue;
 		stuck++;
 		if (shown++ < 16)
@@ -967,6 +983,72 @@ static void failed(const struct ibv_wc *wc)
 	    qi, wc->qp_num, ibv_wc_status_str(wc->status), wc->status, id);
 }
 
+/*
+ * --cut: the link was cut under the traffic. Every QP must fail: its
+ * oldest outstanding request with RETRY_EXC_ERR, every later one and every
+ * receive it had posted with WR_FLUSH_ERR, in order, each exactly once.
+ */
+static void cut_completion(const struct ibv_wc *wc)
+{
+	int64_t qi = qp_index(wc->qp_num);
+	uint64_t id = wc->wr_id;
+
+	if (qi < 0)
+		die("--cut: a completion on unknown QP number %u", wc->qp_num);
+	if (id & RECV_ID) {
+		struct rs_state *r = &rsp[qi];
+		uint32_t n = r->recvd + r->flushed;
+		uint64_t want = RECV_ID | (uint64_t)qi << 32 |
+				((uint32_t)qi * (opt.depth + 2) +
+				 n % (opt.depth + 2));
+
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			die("--cut: QP %" PRId64 ": receive wr_id 0x%" PRIx64 " completed with %s, expected a flush",
+			    qi, id, ibv_wc_status_str(wc->status));
+		if (id != want || n >= r->posted)
+			die("--cut: QP %" PRId64 ": flushed receive wr_id 0x%" PRIx64 ", expected 0x%" PRIx64 " (%u of %u posted receives completed)",
+			    qi, id, want, n, r->posted);
+		r->flushed++;
+		cut_flushed++;
+	} else {
+		struct rq_state *s = &req[qi];
+		uint32_t seq = (uint32_t)id;
+		enum ibv_wc_status want = s->failed ? IBV_WC_WR_FLUSH_ERR :
+					  IBV_WC_RETRY_EXC_ERR;
+
+		if ((id >> 32) != (uint64_t)qi || seq != s->done ||
+		    seq >= s->g.seq)
+			die("--cut: QP %" PRId64 ": completion with %s names wr_id 0x%" PRIx64 ", expected op %u of %u posted",
+			    qi, ibv_wc_status_str(wc->status), id, s->done,
+			    s->g.seq);
+		if (wc->status != want)
+			die("--cut: QP %" PRId64 ": op %u completed with %s, expected %s",
+			    qi, seq, ibv_wc_status_str(wc->status),
+			    ibv_wc_status_str(want));
+		if (!s->failed)
+			cut_failed++;
+		else
+			cut_req_flushed++;
+		s->failed = true;
+		s->done++;
+	}
+	last_fail = now_s();
+}
+
+/* --cut: every QP failed, every request and receive accounted for. */
+static bool cut_all_failed(void)
+{
+	for (unsigned int i = 0; i < opt.nqps; i++) {
+		const struct rq_state *s = &req[i];
+		const struct rs_state *r = &rsp[i];
+
+		if (!s->failed || s->done != s->g.seq ||
+		    r->recvd + r->flushed != r->posted)
+			return false;
+	}
+	return true;
+}
+
 static void run(void)
 {
 	unsigned long long want_ops = (unsigned long long)opt.nqps * opt.ops;
@@ -981,7 +1063,8 @@ static void run(void)
 		for (unsigned int i = 0; i < opt.nqps; i++)
 			if (req[i].g.seq < opt.ops)
 				post_op(i);
-	while (ops_done < want_ops || recvs_done < want_recvs) {
+	while (opt.cut ? !cut_all_failed() :
+	       ops_done < want_ops || recvs_done < want_recvs) {
 		bool any = false;
 
 		for (unsigned int c = 0; c < ncq; c++) {
@@ -990,6 +1073,10 @@ static void run(void)
 			if (got < 0)
 				die("ibv_poll_cq: %d", got);
 			for (int k = 0; k < got; k++) {
+				if (wc[k].status != IBV_WC_SUCCESS && opt.cut) {
+					cut_completion(&wc[k]);
+					continue;
+				}
 				if (wc[k].status != IBV_WC_SUCCESS)
 					failed(&wc[k]);
 				if (wc[k].wr_id & RECV_ID)
@@ -1002,6 +1089,9 @@ static void run(void)
 		if (!any) {
 			if (now_s() > deadline) {
 				report_stuck();
+				if (opt.cut)
+					die("--cut: timed out with %llu of %u QPs failed, %llu receives flushed",
+					    cut_failed, opt.nqps, cut_flushed);
 				die("timed out: %llu of %llu ops and %llu of %llu receives completed",
 				    ops_done, want_ops, recvs_done, want_recvs);
 			}
@@ -1055,7 +1145,7 @@ static void usage(const char *argv0)
 	fprintf(stderr,
 		"usage: %s [-d dev] [-g gidx] [-p port] [-q qps] [-D depth] [-n ops-per-qp]\n"
 		"          [-m max-size] [-S seed] [-t timeout] [-T qp-timeout] [-R rd-atomic]\n"
-		"          [--srq] [--big-qps N] [--big-size BYTES] [server]\n",
+		"          [--srq] [--big-qps N] [--big-size BYTES] [--cut] [server]\n",
 		argv0);
 	exit(2);
 }
@@ -1070,13 +1160,14 @@ int main(int argc, char **argv)
 		{ "timeout", 1, NULL, 't' }, { "qp-timeout", 1, NULL, 'T' },
 		{ "rd-atomic", 1, NULL, 'R' }, { "srq", 0, NULL, 'Q' },
 		{ "big-qps", 1, NULL, 'B' }, { "big-size", 1, NULL, 'Z' },
+		{ "cut", 0, NULL, 'C' },
 		{ NULL, 0, NULL, 0 }
 	};
 	double t0, t_create, t_connect, t_data, t_destroy;
 	const char *server = NULL;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:g:p:q:D:n:m:S:t:T:R:QB:Z:", lo,
+	while ((c = getopt_long(argc, argv, "d:g:p:q:D:n:m:S:t:T:R:QB:Z:C", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'd': opt.dev = optarg; break;
@@ -1093,6 +1184,7 @@ int main(int argc, char **argv)
 		case 'Q': opt.srq = true; break;
 		case 'B': opt.big_qps = (unsigned int)atoi(optarg); break;
 		case 'Z': opt.big_size = (uint32_t)atoi(optarg); break;
+		case 'C': opt.cut = true; break;
 		default: usage(argv[0]);
 		}
 	}
@@ -1107,7 +1199,8 @@ int main(int argc, char **argv)
 	    opt.depth > MAX_DEPTH - 1 || !opt.ops || opt.max_size < 8 ||
 	    opt.max_size > 1u << 20 || opt.big_qps > opt.nqps ||
 	    !opt.big_size || opt.big_size > BIG_MAX || !opt.rd_atomic ||
-	    opt.rd_atomic > 255 || opt.qp_timeout > 31)
+	    opt.rd_atomic > 255 || opt.qp_timeout > 31 ||
+	    (opt.cut && opt.srq))
 		die("bad options: --qps 1..%d, --depth 2..%d, --max-size 8..1 MiB, --big-size 1..%u, --big-qps <= --qps",
 		    MAX_QPS, MAX_DEPTH - 1, BIG_MAX);
 	deadline = now_s() + opt.timeout;
@@ -1156,6 +1249,13 @@ int main(int argc, char **argv)
 	t_start = t0 = now_s();
 	run();
 	t_data = now_s() - t0;
+	if (opt.cut) {
+		/* The side channel went with the link: no more syncs. */
+		printf("mr_mixed: OK %s: the link was cut: all %u QPs failed, RETRY_EXC_ERR on the oldest request, then %llu requests and %llu receives flushed in order; %llu ops completed before; the last failure %.2f s after the last success\n",
+		       role, opt.nqps, cut_req_flushed, cut_flushed,
+		       ops_done, last_fail - last_ok);
+		return 0;
+	}
 	sync_point(2);		/* both sides are done: memory is final */
 	final_check();
 	sync_point(3);
