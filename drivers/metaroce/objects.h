@@ -255,6 +255,8 @@ struct mr_urq {
  */
 int mr_urq_create(struct mr_urq *u, struct ib_udata *udata, u32 slots,
 		  u32 max_sge, u32 *stride, u64 *offset, u64 *size);
+size_t mr_urq_bytes(u32 slots, u32 max_sge);
+void mr_urq_place(struct mr_urq *u, void *ring, u32 slots, u32 max_sge);
 void mr_urq_remove(struct mr_urq *u);
 /* Copy work request @idx to @out and check it, once. */
 void mr_urq_copy(const struct mr_urq *u, u32 idx, struct mr_rwqe *out,

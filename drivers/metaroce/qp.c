@@ -1201,11 +1201,13 @@ static int mr_qp_rings_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
 {
 	struct metaroce_create_qp_resp resp = {};
 	u32 comp_mask, payload;
-	void *buf;
+	size_t sq_bytes, rq_at = 0;
+	void *buf = NULL;
+	bool rq_ring;
 	int err;
 
-	err = mr_udata_request(udata, METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING,
-			       &comp_mask);
+	err = mr_udata_request(udata, METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING |
+			       METAROCE_QP_ONE_MAP, &comp_mask);
 	if (err)
 		return err;
 	if (!udata)
@@ -1214,6 +1216,7 @@ static int mr_qp_rings_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
 	     udata->outlen < offsetofend(typeof(resp), sq_mmap_size)) ||
 	    ((comp_mask & METAROCE_QP_RQ_RING) && udata->outlen < sizeof(resp)))
 		return -EINVAL;
+	rq_ring = (comp_mask & METAROCE_QP_RQ_RING) && !init->srq;
 	/* Not the GSI QP's (kernel only anyway). */
 	if ((comp_mask & METAROCE_QP_SQ_RING) &&
 	    (init->qp_type == IB_QPT_RC || init->qp_type == IB_QPT_UD)) {
@@ -1224,9 +1227,15 @@ static int mr_qp_rings_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
 		resp.comp_mask |= METAROCE_QP_SQ_RING;
 		resp.sq_slots = qp->sq.size;
 		resp.sq_stride = qp->sq_ring_stride;
-		resp.sq_mmap_size = PAGE_ALIGN(METAROCE_SQ_RING_ENTRIES +
-					       (size_t)qp->sq.size *
-					       qp->sq_ring_stride);
+		sq_bytes = METAROCE_SQ_RING_ENTRIES +
+			   (size_t)qp->sq.size * qp->sq_ring_stride;
+		/* The receive ring after it, in the same pages. */
+		if (rq_ring && (comp_mask & METAROCE_QP_ONE_MAP)) {
+			rq_at = ALIGN(sq_bytes, 64);
+			sq_bytes = rq_at + mr_urq_bytes(qp->rq.size,
+							qp->rq.max_sge);
+		}
+		resp.sq_mmap_size = PAGE_ALIGN(sq_bytes);
 		buf = mr_umap_alloc(rdma_udata_to_uverbs_attr_bundle(udata)->context,
 				    resp.sq_mmap_size, &qp->sq_umap,
 				    &resp.sq_mmap_offset);
@@ -1239,7 +1248,16 @@ static int mr_qp_rings_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
 		qp->sq_linger.function = mr_qp_sq_linger;
 		INIT_WORK(&qp->sq_doorbell, mr_qp_sq_doorbell);
 	}
-	if ((comp_mask & METAROCE_QP_RQ_RING) && !init->srq) {
+	if (rq_at) {
+		mr_urq_place(&qp->rq_user, buf + rq_at, qp->rq.size,
+			     qp->rq.max_sge);
+		resp.comp_mask |= METAROCE_QP_RQ_RING | METAROCE_QP_ONE_MAP;
+		resp.rq_ring_offset = rq_at;
+		resp.rq_stride = qp->rq_user.stride;
+		resp.rq_slots = qp->rq.size;
+		resp.rq_mmap_offset = resp.sq_mmap_offset;
+		resp.rq_mmap_size = resp.sq_mmap_size;
+	} else if (rq_ring) {
 		err = mr_urq_create(&qp->rq_user, udata, qp->rq.size,
 				    qp->rq.max_sge, &resp.rq_stride,
 				    &resp.rq_mmap_offset, &resp.rq_mmap_size);

@@ -93,18 +93,34 @@ int mr_urq_create(struct mr_urq *u, struct ib_udata *udata, u32 slots,
 {
 	void *buf;
 
-	u->slots = slots;
-	u->stride = sizeof(struct metaroce_rwqe) +
-		    max_sge * sizeof(struct metaroce_sge);
-	*size = PAGE_ALIGN(METAROCE_RQ_RING_ENTRIES +
-			   (size_t)slots * u->stride);
+	*size = PAGE_ALIGN(mr_urq_bytes(slots, max_sge));
 	buf = mr_umap_alloc(rdma_udata_to_uverbs_attr_bundle(udata)->context,
 			    *size, &u->umap, offset);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
-	u->ring = buf;
+	mr_urq_place(u, buf, slots, max_sge);
 	*stride = u->stride;
 	return 0;
+}
+
+/* Bytes a receive ring of @slots work requests of @max_sge SGEs takes. */
+size_t mr_urq_bytes(u32 slots, u32 max_sge)
+{
+	return METAROCE_RQ_RING_ENTRIES + (size_t)slots *
+	       (sizeof(struct metaroce_rwqe) +
+		max_sge * sizeof(struct metaroce_sge));
+}
+
+/*
+ * A receive ring at @ring, in a mapping another object owns (the send
+ * ring's, METAROCE_QP_ONE_MAP): u->umap stays NULL.
+ */
+void mr_urq_place(struct mr_urq *u, void *ring, u32 slots, u32 max_sge)
+{
+	u->ring = ring;
+	u->slots = slots;
+	u->stride = sizeof(struct metaroce_rwqe) +
+		    max_sge * sizeof(struct metaroce_sge);
 }
 
 /* No new mappings; the buffer goes with the last one. */

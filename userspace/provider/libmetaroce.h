@@ -99,7 +99,7 @@ struct mr_wr_list {
  */
 struct mr_rq {
 	struct metaroce_rq_ring *ring;	/* NULL: POST_RECV */
-	size_t size;			/* bytes mapped */
+	size_t size;			/* bytes mapped; 0: in another's */
 	uint32_t slots;			/* a power of two */
 	uint32_t stride;		/* bytes per slot */
 	uint32_t max_wr;		/* granted by the kernel */
@@ -110,6 +110,8 @@ struct mr_rq {
 
 int mr_rq_map(struct ibv_context *ibctx, struct mr_rq *rq, uint32_t slots,
 	      uint32_t stride, uint64_t offset, uint64_t size);
+int mr_rq_place(struct mr_rq *rq, void *ring, uint64_t avail, uint32_t slots,
+		uint32_t stride);
 void mr_rq_unmap(struct mr_rq *rq);
 /*
  * Write @wr's chain to the ring; *kick says whether the doorbell must

@@ -919,16 +919,18 @@ static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mr_qp *qp,
 			    const struct metaroce_create_qp_resp *r,
 			    const struct ibv_qp_cap *cap)
 {
+	bool one = (r->comp_mask & METAROCE_QP_ONE_MAP) &&
+		   (r->comp_mask & METAROCE_QP_SQ_RING) &&
+		   (r->comp_mask & METAROCE_QP_RQ_RING);
 	uint64_t need;
 	void *map;
 
-	if (r->comp_mask & METAROCE_QP_RQ_RING) {
-		int ret;
+	qp->rq.max_wr = cap->max_recv_wr;
+	qp->rq.max_sge = cap->max_recv_sge;
+	if ((r->comp_mask & METAROCE_QP_RQ_RING) && !one) {
+		int ret = mr_rq_map(ibctx, &qp->rq, r->rq_slots, r->rq_stride,
+				    r->rq_mmap_offset, r->rq_mmap_size);
 
-		qp->rq.max_wr = cap->max_recv_wr;
-		qp->rq.max_sge = cap->max_recv_sge;
-		ret = mr_rq_map(ibctx, &qp->rq, r->rq_slots, r->rq_stride,
-				r->rq_mmap_offset, r->rq_mmap_size);
 		if (ret)
 			return ret;
 	}
@@ -955,6 +957,18 @@ static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mr_qp *qp,
 	qp->sq_slots = r->sq_slots;
 	qp->sq_stride = r->sq_stride;
 	qp->sq_prod = __atomic_load_n(&qp->sq_ring->producer, __ATOMIC_RELAXED);
+	/* The receive ring after the send ring's slots, in its mapping. */
+	if (one) {
+		uint64_t at = r->rq_ring_offset;
+
+		if (at % 64 || at < METAROCE_SQ_RING_ENTRIES +
+				    (uint64_t)r->sq_slots * r->sq_stride ||
+		    at >= r->sq_mmap_size)
+			return EPROTO;
+		return mr_rq_place(&qp->rq, (uint8_t *)map + at,
+				   r->sq_mmap_size - at, r->rq_slots,
+				   r->rq_stride);
+	}
 	return 0;
 }
 
@@ -976,15 +990,19 @@ static void mr_qp_ud_limit(struct ibv_context *ibctx, struct mr_qp *qp)
 
 static uint32_t mr_qp_rings_wanted(enum ibv_qp_type type, struct ibv_srq *srq)
 {
-	return METAROCE_QP_SQ_RING | (srq ? 0 : METAROCE_QP_RQ_RING);
+	return METAROCE_QP_SQ_RING |
+	       (srq ? 0 : METAROCE_QP_RQ_RING | METAROCE_QP_ONE_MAP);
 }
 
 /*
  * A kernel refuses request bits it does not know (EOPNOTSUPP): an older
- * one knows send rings but not receive rings, an older still neither.
+ * one knows both rings but not one mapping for them, an older still send
+ * rings only, an older still neither.
  */
 static uint32_t mr_qp_rings_fewer(uint32_t want)
 {
+	if (want & METAROCE_QP_ONE_MAP)
+		return want & ~METAROCE_QP_ONE_MAP;
 	return want & METAROCE_QP_RQ_RING ? want & ~METAROCE_QP_RQ_RING : 0;
 }
 

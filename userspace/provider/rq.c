@@ -44,11 +44,38 @@ int mr_rq_map(struct ibv_context *ibctx, struct mr_rq *rq, uint32_t slots,
 	return 0;
 }
 
+/*
+ * A QP's receive ring in its send ring's mapping (METAROCE_QP_ONE_MAP), at
+ * @ring with @avail bytes of the mapping left: nothing to unmap of its
+ * own. Returns 0 or an errno.
+ */
+int mr_rq_place(struct mr_rq *rq, void *ring, uint64_t avail, uint32_t slots,
+		uint32_t stride)
+{
+	uint64_t need = sizeof(struct metaroce_rwqe) +
+			(uint64_t)rq->max_sge * sizeof(struct metaroce_sge);
+
+	if (!slots || (slots & (slots - 1)) || slots < rq->max_wr ||
+	    stride < need || stride % 8 ||
+	    avail < METAROCE_RQ_RING_ENTRIES + (uint64_t)slots * stride)
+		return EPROTO;
+	if (pthread_spin_init(&rq->lock, PTHREAD_PROCESS_PRIVATE))
+		return ENOMEM;
+	rq->ring = ring;
+	rq->size = 0;
+	rq->slots = slots;
+	rq->stride = stride;
+	rq->prod = __atomic_load_n(&rq->ring->producer, __ATOMIC_RELAXED);
+	return 0;
+}
+
 void mr_rq_unmap(struct mr_rq *rq)
 {
 	if (!rq->ring)
 		return;
-	munmap(rq->ring, rq->size);
+	/* Placed in a mapping another ring owns: that one unmaps it. */
+	if (rq->size)
+		munmap(rq->ring, rq->size);
 	pthread_spin_destroy(&rq->lock);
 	rq->ring = NULL;
 }

@@ -209,19 +209,31 @@ struct metaroce_cqe {
  */
 #define METAROCE_QP_RQ_RING		(1U << 1)
 #define METAROCE_SRQ_RING		(1U << 0)
+
+/*
+ * One mapping for both rings of a QP. With METAROCE_QP_ONE_MAP beside
+ * METAROCE_QP_SQ_RING and METAROCE_QP_RQ_RING in the create_qp request, the
+ * kernel may put the receive ring in the send ring's mapping, after the
+ * send ring, and says so by METAROCE_QP_ONE_MAP in the response: the
+ * receive ring then starts rq_ring_offset bytes (a multiple of 64) into the
+ * mapping at sq_mmap_offset, which is sq_mmap_size bytes long, and
+ * rq_mmap_offset and rq_mmap_size repeat sq_mmap_offset and sq_mmap_size.
+ * A QP's two small rings then share a page instead of taking one each.
+ */
+#define METAROCE_QP_ONE_MAP		(1U << 2)
 #define METAROCE_RQ_RING_ENTRIES	128
 #define METAROCE_RQ_NEED_WAKEUP		(1U << 0)
 
 struct metaroce_create_qp_req {
-	__u32 comp_mask;	/* METAROCE_QP_SQ_RING, METAROCE_QP_RQ_RING */
+	__u32 comp_mask;	/* METAROCE_QP_SQ_RING, _RQ_RING, _ONE_MAP */
 	__u32 reserved;		/* must be 0 */
 };
 
 struct metaroce_create_qp_resp {
-	__u32 comp_mask;	/* the METAROCE_QP_*_RING given */
+	__u32 comp_mask;	/* the METAROCE_QP_* given */
 	__u32 sq_slots;		/* work requests in the ring (power of two) */
 	__u32 sq_stride;	/* bytes per work request, a multiple of 64 */
-	__u32 reserved;
+	__u32 rq_ring_offset;	/* with METAROCE_QP_ONE_MAP, else 0 */
 	__aligned_u64 sq_mmap_offset;
 	__aligned_u64 sq_mmap_size;
 	/* Since METAROCE_QP_RQ_RING (a shorter response lacks them). */

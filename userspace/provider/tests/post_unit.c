@@ -14,6 +14,8 @@
 #include "rq.c"
 
 #include <stdarg.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 
 static unsigned int test_num, test_failed;
@@ -808,18 +810,28 @@ static void test_old_kernel(void)
 	struct ibv_qp *qp;
 
 	k_creates = 0;
-	k_unknown_rings = METAROCE_QP_RQ_RING;
+	k_unknown_rings = METAROCE_QP_ONE_MAP;
 	qp = mr_create_qp(&pd, &ia);
 	tap(qp && k_creates == 2 &&
-	    k_masks[0] == (METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING) &&
-	    k_masks[1] == METAROCE_QP_SQ_RING && !to_mr_qp(qp)->rq.ring,
+	    k_masks[0] == (METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING |
+			   METAROCE_QP_ONE_MAP) &&
+	    k_masks[1] == (METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING),
+	    "a kernel without one mapping for both rings: asked again for two");
+	if (qp)
+		mr_qp_free(to_mr_qp(qp));
+	k_creates = 0;
+	k_unknown_rings = METAROCE_QP_RQ_RING | METAROCE_QP_ONE_MAP;
+	qp = mr_create_qp(&pd, &ia);
+	tap(qp && k_creates == 3 &&
+	    k_masks[2] == METAROCE_QP_SQ_RING && !to_mr_qp(qp)->rq.ring,
 	    "a kernel without receive rings: asked again for the send ring only");
 	if (qp)
 		mr_qp_free(to_mr_qp(qp));
 	k_creates = 0;
-	k_unknown_rings = METAROCE_QP_RQ_RING | METAROCE_QP_SQ_RING;
+	k_unknown_rings = METAROCE_QP_RQ_RING | METAROCE_QP_SQ_RING |
+			  METAROCE_QP_ONE_MAP;
 	qp = mr_create_qp(&pd, &ia);
-	tap(qp && k_creates == 3 && k_masks[2] == 0,
+	tap(qp && k_creates == 4 && k_masks[3] == 0,
 	    "a kernel without rings: asked again for none (commands)");
 	if (qp)
 		mr_qp_free(to_mr_qp(qp));
@@ -881,6 +893,61 @@ static void test_ring_setup(void)
 	tap(mr_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->rq.ring,
 	    "setup: a good receive ring is mapped from the command file");
 	mr_qp_free(qp);
+}
+
+/* Both rings in one mapping (METAROCE_QP_ONE_MAP), from a real file. */
+static void test_ring_one_map(void)
+{
+	uint32_t rq_stride = sizeof(struct metaroce_rwqe) +
+			     2 * sizeof(struct metaroce_sge);
+	struct metaroce_create_qp_resp r = {
+		.comp_mask = METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING |
+			     METAROCE_QP_ONE_MAP,
+		.sq_slots = 16,
+		.sq_stride = 128,
+		.rq_slots = 16,
+		.rq_stride = rq_stride,
+		.rq_ring_offset = METAROCE_SQ_RING_ENTRIES + 16 * 128,
+		.sq_mmap_size = 4096,
+	}, bad;
+	struct ibv_qp_cap cap = { .max_recv_wr = 16, .max_recv_sge = 2 };
+	int fd = memfd_create("rings", 0);
+	struct ibv_context c = { .cmd_fd = fd };
+	struct mr_qp *qp;
+
+	if (fd < 0 || ftruncate(fd, 4096))
+		abort();
+	r.rq_mmap_offset = r.sq_mmap_offset;
+	r.rq_mmap_size = r.sq_mmap_size;
+	qp = make_qp(IBV_QPT_RC, 0);
+	qp->max_send_wr = 16;
+	tap(!mr_qp_setup_ring(&c, qp, &r, &cap) && qp->sq_ring &&
+	    (uint8_t *)qp->rq.ring == (uint8_t *)qp->sq_ring + r.rq_ring_offset &&
+	    !qp->rq.size && qp->rq.slots == 16,
+	    "one map: the receive ring at rq_ring_offset of the send ring's mapping, not mapped again");
+	mr_qp_free(qp);
+	bad = r;
+	bad.rq_ring_offset -= 64;
+	qp = make_qp(IBV_QPT_RC, 0);
+	qp->max_send_wr = 16;
+	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	    "one map: a receive ring over the send ring's slots: EPROTO");
+	mr_qp_free(qp);
+	bad = r;
+	bad.rq_ring_offset += 8;
+	qp = make_qp(IBV_QPT_RC, 0);
+	qp->max_send_wr = 16;
+	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	    "one map: an offset that is not a multiple of 64: EPROTO");
+	mr_qp_free(qp);
+	bad = r;
+	bad.rq_ring_offset = 4096 - METAROCE_RQ_RING_ENTRIES;
+	qp = make_qp(IBV_QPT_RC, 0);
+	qp->max_send_wr = 16;
+	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	    "one map: a receive ring that does not fit in the mapping: EPROTO");
+	mr_qp_free(qp);
+	close(fd);
 }
 
 #define RQ_SLOTS 8
@@ -996,6 +1063,7 @@ int main(void)
 	test_wr_api();
 	test_ring_post();
 	test_ring_setup();
+	test_ring_one_map();
 	test_ud_ring();
 	test_rq_ring();
 	test_old_kernel();
