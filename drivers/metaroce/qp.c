@@ -1094,8 +1094,9 @@ refuse:
  * @qp: the QP (with or without a ring)
  *
  * Copies the work requests published since the last call into the send
- * queue. When the QP has nothing outstanding and the ring nothing new, no
- * completion will bring the kernel back: for MR_SQ_IDLE_NS after it last
+ * queue. While work requests are outstanding, their completions bring the
+ * kernel back. When the QP has nothing outstanding and the ring nothing
+ * new, nothing will: for MR_SQ_IDLE_NS after it last
  * took work requests, a timer looks at the ring every MR_SQ_POLL_NS (so a
  * process that streams faster than one request at a time reaches the
  * kernel without a system call, even when each completes before the next
@@ -1133,11 +1134,13 @@ static bool mr_qp_sq_pull(struct mr_ibqp *qp)
 		if (took)
 			qp->sq_active = now;
 		/*
-		 * Recently active: the timer looks again soon, outstanding
-		 * work requests or not (their completions may be slow to
-		 * come: a coalesced acknowledgement).
+		 * Recently active and nothing outstanding: the timer looks
+		 * again soon. With work requests outstanding, their
+		 * completions bring the kernel back (mr_qp_sq_retire()): a
+		 * timer per streaming QP would fire 50,000 times a second
+		 * for each of them, thousands of QPs at once.
 		 */
-		if (now - qp->sq_active < MR_SQ_IDLE_NS)
+		if (now - qp->sq_active < MR_SQ_IDLE_NS && qp->sq.head == qp->sq.tail)
 			linger = true;
 		if (took || linger || qp->sq.head != qp->sq.tail) {
 			if (READ_ONCE(ring->flags))
