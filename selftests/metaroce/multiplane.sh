@@ -13,6 +13,10 @@
 #                   candidate port takes), so the plane that carried the
 #                   fewest bytes carried at least 85 % of what the busiest
 #                   did (within 15 % of each other; the shares are logged)
+#   mixed           mr_mixed (mixed.sh's verbs mix: WRITE, SEND, READ,
+#                   atomics, READ then fenced WRITE, both sides initiating,
+#                   every byte and wr_id checked) on 400 QPs sprayed over
+#                   the planes passes
 #   plane_failure   while a transfer runs, the busiest plane drops every
 #                   packet in both directions for up to 3 s (timed by
 #                   the transfer's progress, see FAIL_AT): the
@@ -93,11 +97,13 @@
 mr_require_module
 
 TOOL=$MR_TOP/build/userspace/tools/mr_integrity
+MIXED=$MR_TOP/build/userspace/tools/mr_mixed
 PORT=18590
 # planes8.sh runs spread and scaling over 8.
 PLANES=${MR_MULTIPLANE_PLANES:-4}
 
-[[ -x $TOOL ]] || mr_skip_all "$TOOL is missing: run make userspace"
+[[ -x $TOOL && -x $MIXED ]] ||
+	mr_skip_all "$TOOL or $MIXED is missing: run make userspace"
 
 # integrity NAME SEED BATCHES: mr_integrity from A to B and back.
 integrity() {
@@ -142,6 +148,16 @@ spread() {
 	mr_log "bytes per plane towards B: $b0 -> $b1; shares (%): $s"
 	mr_result planes="$PLANES" bytes_from="${b0// /,}" bytes_to="${b1// /,}" shares_pct="${s// /,}"
 	planes even "$b0" "$b1" || mr_fail "the planes carried uneven shares: $s"
+}
+
+# The verbs mix on many QPs over the planes (issue #24).
+mixed() {
+	MR_PAIR_TIMEOUT=600 MR_PAIR_TRIES=1 mr_pair mixed "tcp:$PORT" \
+		"$MIXED" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -q 400 \
+		-n 20 -S 21 -t 400 -- \
+		"$MIXED" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -q 400 \
+		-n 20 -S 21 -t 400 "$MR_B_IP"
+	grep -h "^mr_mixed: OK" "$MR_TMP/mixed.client" "$MR_TMP/mixed.server"
 }
 
 # The failure follows the transfer's progress, not the clock, so that a
@@ -600,6 +616,7 @@ loss_sweep() {
 
 mr_setup fabric mr_fabric "$PLANES"
 mr_run spread spread
+mr_run mixed mixed
 mr_run plane_failure plane_failure
 mr_run scaling scaling
 mr_run recovery recovery
