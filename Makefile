@@ -129,13 +129,13 @@ sim:
 # The whole set in one boot (selftests/bench/all.sh): run.sh (~25-30 min),
 # fastpath.sh (~10), scale.sh (~2), multiplane.sh (~15).
 bench: deps-check modules-vm userspace
-	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 6000 -- $(TOP)/selftests/bench/all.sh
+	@$(TOP)/selftests/vm/run --kernel 6.12 --mem 4G --timeout 6000 -- $(TOP)/selftests/bench/all.sh
 
 bench-fastpath: deps-check modules-vm userspace
 	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 1800 -- $(TOP)/selftests/bench/fastpath.sh
 
 bench-scale: deps-check modules-vm userspace
-	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 1800 -- $(TOP)/selftests/bench/scale.sh
+	@$(TOP)/selftests/vm/run --kernel 6.12 --mem 4G --timeout 1800 -- $(TOP)/selftests/bench/scale.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -33,7 +33,20 @@
 #
 # Output: "SCALE transport=... qps=... status=ok|fail ..." per run and one
 # "RATIO setup_us_per_qp=... mem_bytes_per_qp=... ..." line (metaroce /
-# rxe). When every needed run succeeded (metaroce at QPS, rxe at some
+# rxe).
+#
+# Then the verbs mix (issue #24): mr_mixed with MR_MIXED_BENCH_QPS RC QPs
+# (4000; a list runs each count) per side, both sides initiating, 4
+# requests outstanding per QP of WRITE, SEND (both with and without
+# immediate), READ, fetch-and-add, compare-and-swap and READ followed by
+# a fenced WRITE, 1 B to 4 KiB, MR_MIXED_BENCH_OPS (10) per QP and side,
+# every byte and wr_id checked; lossless and at 1 % loss (netem on both
+# veth ends), MR_MIXED_BENCH_REPEAT (1) times each, metaroce then rxe.
+# Per run: the operations per second, the data phase's time, create +
+# connect and destroy per QP, and the kernel memory per QP while all are
+# connected. Output: "MIXED transport=... qps=... loss=... status=..."
+# per run; Documentation/bench/mixed.tsv and the section of
+# Documentation/benchmarks.rst between the mixed-generated markers. When every needed run succeeded (metaroce at QPS, rxe at some
 # count), Documentation/bench/scale.tsv and the section of
 # Documentation/benchmarks.rst between the scale-generated markers are
 # rewritten (MR_SCALE_BENCH_DOCS: auto, 0 never, 1 even after a failure).
@@ -43,6 +56,10 @@ set -u
 KSFT_SKIP=4
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 TOOL=$TOP/build/userspace/tools/mr_scale
+MIXED=$TOP/build/userspace/tools/mr_mixed
+MIXED_QPS=${MR_MIXED_BENCH_QPS:-4000}
+MIXED_OPS=${MR_MIXED_BENCH_OPS:-10}
+MIXED_REPEAT=${MR_MIXED_BENCH_REPEAT:-1}
 QPS=${MR_SCALE_BENCH_QPS:-4000}
 LADDER=${MR_SCALE_BENCH_RXE_LADDER:-"$QPS $((QPS / 2)) $((QPS / 4))"}
 DOCS=${MR_SCALE_BENCH_DOCS:-auto}
@@ -57,6 +74,7 @@ SLACK_KB=2048
 MEM_FLOOR_KB=$((160 * 1024))
 WORK=$(mktemp -d /tmp/mr-scale-bench.XXXXXX)
 RESULTS=$WORK/results.tsv
+MRESULTS=$WORK/mixed.tsv
 
 DEVS=sc
 NA=mrsc-a NB=mrsc-b VA=mrsc-a0 VB=mrsc-b0
@@ -69,7 +87,7 @@ die() { echo "scale: $*" >&2; exit 1; }
 skip() { echo "scale: SKIP: $*" >&2; exit "$KSFT_SKIP"; }
 
 [[ $QPS =~ ^[1-9][0-9]*$ ]] || die "bad MR_SCALE_BENCH_QPS '$QPS'"
-[[ -x $TOOL ]] || skip "$TOOL is missing: run make userspace"
+[[ -x $TOOL && -x $MIXED ]] || skip "$TOOL or $MIXED is missing: run make userspace"
 command -v rdma >/dev/null || skip "rdma (iproute2) is not installed"
 modprobe metaroce 2>/dev/null || skip "metaroce.ko is not available"
 modprobe rdma_rxe 2>/dev/null || skip "rdma_rxe is not available"
@@ -303,12 +321,151 @@ run_scale() {
 	return 0
 }
 
+# mixed_field FILE KEY: from mr_mixed's "mr_mixed: OK" line: "ops" (per
+# second), "secs" (data phase), "create", "connect", "destroy" (us/QP).
+mixed_field() {
+	awk -v k="$2" '/^mr_mixed: OK / {
+		for (i = 1; i <= NF; i++) {
+			if (k == "ops" && $i == "ops/s),") { v = $(i - 1); sub(/^\(/, "", v); print v; exit }
+			if (k == "secs" && $i == "in") { print $(i + 1); exit }
+			if (k != "ops" && k != "secs" && $i == k) { print $(i + 1); exit }
+		}
+	}' "$1"
+}
+
+# netem_both TRANSPORT LOSS: LOSS % random loss on both veth ends (none
+# when 0).
+netem_both() {
+	local ns dev pre
+	for dev in "$VA" "$VB"; do
+		pre=()
+		if [[ $1 == metaroce ]]; then
+			ns=$NA
+			[[ $dev == "$VB" ]] && ns=$NB
+			pre=(ip netns exec "$ns")
+		fi
+		"${pre[@]}" tc qdisc del dev "$dev" root 2>/dev/null
+		[[ $2 == 0 ]] || "${pre[@]}" tc qdisc replace dev "$dev" root \
+			netem limit 10000 loss "$2%"
+	done
+	return 0
+}
+
+# run_mixed TRANSPORT N LOSS TRY: one mr_mixed pair of N QPs.
+run_mixed() {
+	local tr=$1 n=$2 loss=$3 try=$4 tag=mixed.$1.$2.$3.$4 pre_s=() pre_c=()
+	local sns="" cns="" sdev cdev sx cx srv cli rc_s=0 rc_c=0 why="" tlim
+	local before during=0 ops secs ca cb sa sb setup teardown mem left
+	if [[ $tr == metaroce ]]; then
+		sns=$NB cns=$NA sdev=${DEVS}_mrb cdev=${DEVS}_mra
+		pre_s=(ip netns exec "$NB") pre_c=(ip netns exec "$NA")
+	else
+		sdev=${DEVS}_rxb cdev=${DEVS}_rxa
+	fi
+	sx=$(gid_index "$sdev" "$IPB") cx=$(gid_index "$cdev" "$IPA")
+	left=$((BUDGET - (SECONDS - START)))
+	tlim=$((120 + n / 20))
+	((tlim <= left - 40)) || tlim=$((left - 40))
+	if ((tlim < 60)); then
+		why="no time left in the budget of ${BUDGET}s"
+		echo "MIXED transport=$tr qps=$n loss=$loss status=fail reason=\"$why\""
+		record_mixed "$tr" "$n" "$loss" fail "$why" - - - - - -
+		return 1
+	fi
+	PORT=$((PORT + 1))
+	netem_both "$tr" "$loss"
+	rm -f "$WORK/pause.a" "$WORK/pause.b"
+	drop_caches
+	before=$(kmem)
+	"${pre_s[@]}" timeout -k 5 "$((tlim + 20))" "$MIXED" -d "$sdev" \
+		-g "$sx" -p "$PORT" -q "$n" -n "$MIXED_OPS" -S "$try" -t "$tlim" \
+		-P "$WORK/pause.b" >"$WORK/$tag.server" 2>&1 </dev/null &
+	srv=$!
+	wait_for 60 listening_or_gone "$srv" "$sns" "$PORT" ||
+		kill "$srv" 2>/dev/null
+	"${pre_c[@]}" timeout -k 5 "$((tlim + 20))" "$MIXED" -d "$cdev" \
+		-g "$cx" -p "$PORT" -q "$n" -n "$MIXED_OPS" -S "$try" -t "$tlim" \
+		-P "$WORK/pause.a" "$IPB" >"$WORK/$tag.client" 2>&1 </dev/null &
+	cli=$!
+	while :; do
+		[[ -e $WORK/pause.a && -e $WORK/pause.b ]] && break
+		kill -0 "$srv" 2>/dev/null && kill -0 "$cli" 2>/dev/null || break
+		if (($(mem_available) < MEM_FLOOR_KB)); then
+			why="stopped: MemAvailable fell under $MEM_FLOOR_KB KiB while connecting"
+			kill "$cli" "$srv" 2>/dev/null
+			break
+		fi
+		sleep 0.2
+	done
+	if [[ -e $WORK/pause.a && -e $WORK/pause.b ]]; then
+		during=$(kmem)
+		rm -f "$WORK/pause.a" "$WORK/pause.b"
+	fi
+	wait "$cli" || rc_c=$?
+	((rc_c == 0)) || wait_for 15 gone "$srv" || kill "$srv" 2>/dev/null
+	wait "$srv" || rc_s=$?
+	netem_both "$tr" 0
+	grep -h "^mr_mixed: " "$WORK/$tag.client" "$WORK/$tag.server" |
+		head -n 8 | sed 's/^/scale:   /'
+	if [[ -z $why ]] && ((rc_c != 0 || rc_s != 0)); then
+		why=$(grep -h "^mr_mixed: FAIL" "$WORK/$tag.client" \
+			"$WORK/$tag.server" | head -n 1)
+		[[ -n $why ]] || why="exit status client $rc_c, server $rc_s (124: timed out)"
+	fi
+	ops=$(mixed_field "$WORK/$tag.client" ops)
+	secs=$(mixed_field "$WORK/$tag.client" secs)
+	ca=$(mixed_field "$WORK/$tag.client" create) cb=$(mixed_field "$WORK/$tag.client" connect)
+	sa=$(mixed_field "$WORK/$tag.server" create) sb=$(mixed_field "$WORK/$tag.server" connect)
+	if [[ -z $why ]] && ! [[ $ops =~ ^[0-9]+$ && $ca =~ ^[0-9]+$ &&
+		$cb =~ ^[0-9]+$ && $sa =~ ^[0-9]+$ && $sb =~ ^[0-9]+$ ]]; then
+		why="mr_mixed printed no figures"
+	fi
+	[[ -n $why ]] || ((during)) || why="no memory measured while connected"
+	if [[ -n $why ]]; then
+		why=${why//$'\t'/ }
+		echo "MIXED transport=$tr qps=$n loss=$loss status=fail reason=\"$why\""
+		record_mixed "$tr" "$n" "$loss" fail "$why" - - - - - -
+		return 1
+	fi
+	setup=$((ca + cb))
+	((sa + sb > setup)) && setup=$((sa + sb))
+	teardown=$(mixed_field "$WORK/$tag.client" destroy)
+	sa=$(mixed_field "$WORK/$tag.server" destroy)
+	((sa > teardown)) && teardown=$sa
+	mem=$(((during - before) * 1024 / (2 * n)))
+	echo "MIXED transport=$tr qps=$n loss=$loss status=ok ops_per_s=$ops" \
+		"data_s=$secs setup_us_per_qp=$setup teardown_us_per_qp=$teardown" \
+		"mem_bytes_per_qp=$mem"
+	record_mixed "$tr" "$n" "$loss" ok - "$ops" "$secs" "$setup" \
+		"$teardown" "$mem"
+	return 0
+}
+
+record_mixed() {
+	local IFS=$'\t'
+	echo "$*" >>"$MRESULTS"
+}
+
+# mixed_all TRANSPORT: every count, lossless and 1 %, MIXED_REPEAT times.
+mixed_all() {
+	local n loss try
+	for n in $MIXED_QPS; do
+		for loss in 0 1; do
+			for ((try = 1; try <= MIXED_REPEAT; try++)); do
+				run_mixed "$1" "$n" "$loss" "$try" || failed=1
+			done
+		done
+	done
+}
+
 : >"$RESULTS"
+: >"$MRESULTS"
 log "kernel $(uname -r), $(nproc) CPUs, MemTotal" \
 	"$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) KiB;" \
 	"$QPS QPS, $ROUNDS rounds of $SIZE B"
 topo_metaroce
 run_scale metaroce "$QPS" || failed=1
+mixed_all metaroce
 topo_rxe
 rxe_ok=0
 for n in $LADDER; do
@@ -320,6 +477,7 @@ for n in $LADDER; do
 	log "rxe failed at $n QPs: trying the next count of the ladder ($LADDER)"
 done
 ((rxe_ok)) || failed=1
+mixed_all rxe
 
 # Ratios: metaroce / rxe, per QP (rxe possibly at fewer QPs).
 awk -F'\t' '$3 == "ok" { for (i = 5; i <= 10; i++) v[$1, i] = $i; q[$1] = $2 }
@@ -412,4 +570,78 @@ awk -v sec="$section" '
 	$0 == ".. scale-generated-end" { skip = 0; next }
 	!skip' "$rst" >"$WORK/benchmarks.rst" && cat "$WORK/benchmarks.rst" >"$rst"
 log "wrote $tsv and the scale section of $rst"
+
+# The verbs mix: Documentation/bench/mixed.tsv and its section.
+mtsv=$TOP/Documentation/bench/mixed.tsv
+if grep -qx '.. mixed-generated-begin' "$rst" &&
+	grep -qx '.. mixed-generated-end' "$rst"; then
+	{
+		printf 'transport\tqps\tloss_pct\tstatus\treason\tops_per_s'
+		printf '\tdata_s\tsetup_us_per_qp\tteardown_us_per_qp'
+		printf '\tmem_bytes_per_qp\n'
+		cat "$MRESULTS"
+	} >"$mtsv"
+	awk -F'\t' -v kernel="$(uname -r)" -v ops="$MIXED_OPS" '
+		function med(list,   a, n, i, j, t) {
+			n = split(list, a, " ")
+			for (i = 1; i <= n; i++)
+				for (j = i + 1; j <= n; j++)
+					if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+			if (!n) return "-"
+			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+		}
+		function span(list,   a, n, i, lo, hi) {
+			n = split(list, a, " ")
+			if (n < 2) return ""
+			lo = hi = a[1] + 0
+			for (i = 2; i <= n; i++) { if (a[i] + 0 < lo) lo = a[i] + 0; if (a[i] + 0 > hi) hi = a[i] + 0 }
+			return " (" lo "-" hi ")"
+		}
+		{ k = $2 SUBSEP $3; keys[k] = 1; tot[$1, k]++ }
+		$4 == "ok" {
+			okn[$1, k]++
+			o[$1, k] = o[$1, k] " " $6; d[$1, k] = d[$1, k] " " $7
+			su[$1, k] = su[$1, k] " " $8; td[$1, k] = td[$1, k] " " $9
+			m[$1, k] = m[$1, k] " " $10
+		}
+		END {
+			print ".. mixed-generated-begin"
+			print ""
+			printf "Kernel %s, %s operations per QP and side (make bench-scale).\n", kernel, ops
+			print ""
+			h = "QPs  loss  transport  runs ok  ops/s (median, range)   data s  setup us/QP  destroy us/QP  kernel B/QP"
+			print "====  ====  =========  =======  ======================  ======  ===========  =============  ==========="
+			print h
+			print "====  ====  =========  =======  ======================  ======  ===========  =============  ==========="
+			n = 0
+			for (k in keys) sk[++n] = k
+			for (i = 1; i <= n; i++)
+				for (j = i + 1; j <= n; j++) {
+					split(sk[i], x, SUBSEP); split(sk[j], y, SUBSEP)
+					if (y[1] + 0 < x[1] + 0 || (y[1] == x[1] && y[2] + 0 < x[2] + 0)) {
+						t = sk[i]; sk[i] = sk[j]; sk[j] = t
+					}
+				}
+			for (i = 1; i <= n; i++) {
+				split(sk[i], kv, SUBSEP)
+				for (t = 1; t <= 2; t++) {
+					tr = t == 1 ? "metaroce" : "rxe"
+					if (!((tr, sk[i]) in tot)) continue
+					printf "%-4s  %-4s  %-9s  %-7s  %-22s  %-6s  %-11s  %-13s  %s\n", kv[1], kv[2] "%", tr, \
+						okn[tr, sk[i]] + 0 "/" tot[tr, sk[i]], med(o[tr, sk[i]]) span(o[tr, sk[i]]), \
+						med(d[tr, sk[i]]), med(su[tr, sk[i]]), med(td[tr, sk[i]]), med(m[tr, sk[i]])
+				}
+			}
+			print "====  ====  =========  =======  ======================  ======  ===========  =============  ==========="
+			print ""
+			print "Data: ``bench/mixed.tsv``."
+			print ""
+			print ".. mixed-generated-end"
+		}' "$MRESULTS" >"$WORK/mixed.rst"
+	awk -v sec="$WORK/mixed.rst" '
+		$0 == ".. mixed-generated-begin" { while ((getline l < sec) > 0) print l; skip = 1; next }
+		$0 == ".. mixed-generated-end" { skip = 0; next }
+		!skip' "$rst" >"$WORK/benchmarks.rst" && cat "$WORK/benchmarks.rst" >"$rst"
+	log "wrote $mtsv and the mixed section of $rst"
+fi
 exit "$failed"

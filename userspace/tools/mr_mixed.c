@@ -41,6 +41,8 @@
  * request with RETRY_EXC_ERR, every later request and every receive it had
  * posted with WR_FLUSH_ERR, in order, each with its own wr_id and exactly
  * once, before --timeout; the tool then exits 0 without the final checks.
+ * With --pause-file F, both sides write "connected" to F once every QP is
+ * connected and wait for F to be removed before moving data.
  *
  *   server: mr_mixed -d DEV [-g GIDX] [options]
  *   client: mr_mixed -d DEV [-g GIDX] [options] SERVER_ADDRESS
@@ -135,6 +137,7 @@ static struct {
 	uint32_t max_size, big_size;
 	uint64_t seed;
 	bool srq, cut;
+	const char *pause_file;
 } opt = {
 	.gidx = 0, .port = 18640, .timeout = 300, .nqps = 400, .depth = 4,
 	.ops = 20, .rd_atomic = 16, .qp_timeout = 14, .max_size = 4096,
@@ -1140,12 +1143,35 @@ static void final_check(void)
 	free(want);
 }
 
+/*
+ * --pause-file: once every QP is connected and its receives posted, write
+ * "connected" to the file and wait for it to go (a test measures memory).
+ */
+static void pause_at(const char *what)
+{
+	FILE *f;
+
+	if (!opt.pause_file)
+		return;
+	f = fopen(opt.pause_file, "w");
+	if (!f)
+		die("%s: %s", opt.pause_file, strerror(errno));
+	fprintf(f, "%s\n", what);
+	fclose(f);
+	while (!access(opt.pause_file, F_OK)) {
+		if (now_s() > deadline)
+			die("timed out waiting for %s to go", opt.pause_file);
+		usleep(50000);
+	}
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [-d dev] [-g gidx] [-p port] [-q qps] [-D depth] [-n ops-per-qp]\n"
 		"          [-m max-size] [-S seed] [-t timeout] [-T qp-timeout] [-R rd-atomic]\n"
-		"          [--srq] [--big-qps N] [--big-size BYTES] [--cut] [server]\n",
+		"          [--srq] [--big-qps N] [--big-size BYTES] [--cut] [--pause-file F]\n"
+		"          [server]\n",
 		argv0);
 	exit(2);
 }
@@ -1160,14 +1186,14 @@ int main(int argc, char **argv)
 		{ "timeout", 1, NULL, 't' }, { "qp-timeout", 1, NULL, 'T' },
 		{ "rd-atomic", 1, NULL, 'R' }, { "srq", 0, NULL, 'Q' },
 		{ "big-qps", 1, NULL, 'B' }, { "big-size", 1, NULL, 'Z' },
-		{ "cut", 0, NULL, 'C' },
+		{ "cut", 0, NULL, 'C' }, { "pause-file", 1, NULL, 'P' },
 		{ NULL, 0, NULL, 0 }
 	};
 	double t0, t_create, t_connect, t_data, t_destroy;
 	const char *server = NULL;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:g:p:q:D:n:m:S:t:T:R:QB:Z:C", lo,
+	while ((c = getopt_long(argc, argv, "d:g:p:q:D:n:m:S:t:T:R:QB:Z:CP:", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'd': opt.dev = optarg; break;
@@ -1185,6 +1211,7 @@ int main(int argc, char **argv)
 		case 'B': opt.big_qps = (unsigned int)atoi(optarg); break;
 		case 'Z': opt.big_size = (uint32_t)atoi(optarg); break;
 		case 'C': opt.cut = true; break;
+		case 'P': opt.pause_file = optarg; break;
 		default: usage(argv[0]);
 		}
 	}
@@ -1245,6 +1272,8 @@ int main(int argc, char **argv)
 	t_connect = now_s() - t0;
 	post_recvs();
 	sync_point(1);
+	pause_at("connected");
+	sync_point(5);
 
 	t_start = t0 = now_s();
 	run();
