@@ -104,7 +104,8 @@ static uint64_t rng;
 static unsigned long long ops_done, bytes_done;
 static uint64_t max_counter;	/* sum of every FETCH_ADD of the run */
 
-static void die(const char *fmt, ...)
+static void __attribute__((format(printf, 1, 2), noreturn))
+die(const char *fmt, ...)
 {
 	va_list ap;
 

@@ -71,7 +71,7 @@
 #define QPS_PER_CQ	1024
 #define POLL_BATCH	64
 #define BIG_MAX		(16u << 20)
-#define RECV_ID		(1ULL << 63)	/* in the wr_id of a receive */
+#define RECV_ID		((uint64_t)1 << 63)	/* in the wr_id of a receive */
 
 enum op_type {
 	T_WRITE, T_WRITE_IMM, T_SEND, T_SEND_IMM, T_READ, T_FADD, T_CSWAP,
@@ -167,7 +167,8 @@ static unsigned long long ops_done, bytes_done, recvs_done;
 static unsigned long long cut_failed, cut_flushed, cut_req_flushed; /* --cut */
 static double last_ok, last_fail;			/* --cut */
 
-static void die(const char *fmt, ...)
+static void __attribute__((format(printf, 1, 2), noreturn))
+die(const char *fmt, ...)
 {
 	const char *diag = getenv("MR_MIXED_DIAG");
 	struct timespec ts;
@@ -718,7 +719,7 @@ static void on_recv(const struct ibv_wc *wc)
 		if ((wc->wr_id & ~RECV_ID) >> 32 != (uint64_t)qi || buf != want)
 			die("QP %" PRId64 ": receive %u completed with wr_id 0x%" PRIx64 ", expected 0x%" PRIx64,
 			    qi, s->recvd, wc->wr_id,
-			    RECV_ID | (uint64_t)qi << 32 | want);
+			    (uint64_t)(RECV_ID | (uint64_t)qi << 32 | want));
 	}
 	if (s->recvd >= s->nrecv_ops)
 		die("QP %" PRId64 ": receive %u, but the peer posts only %u",
@@ -913,7 +914,7 @@ static void on_send(const struct ibv_wc *wc)
 		memcpy(&got, lb, 8);
 		if (got != s->expect[seq % opt.depth])
 			die("QP %" PRIu64 ": %s op %u returned 0x%" PRIx64 ", expected 0x%" PRIx64,
-			    qi, seq, type_names[o->type], got,
+			    qi, type_names[o->type], seq, got,
 			    s->expect[seq % opt.depth]);
 		break;
 	}

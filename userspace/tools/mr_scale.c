@@ -88,7 +88,8 @@ static struct peerinfo local, remote;
 static int sock = -1;
 static double deadline;
 
-static void die(const char *fmt, ...)
+static void __attribute__((format(printf, 1, 2), noreturn))
+die(const char *fmt, ...)
 {
 	va_list ap;
 
