@@ -64,10 +64,10 @@
 /*
  * Bytes of each packet that are not RDMA payload: IPv6 header (40) + UDP
  * header (8) + the largest MetaRoCE header of a packet with payload
- * (MR_DATA_HLEN_MAX, 72). The port's active MTU is the largest IB MTU
+ * (MR_DATA_HLEN_MAX, 76). The port's active MTU is the largest IB MTU
  * (256..4096) that fits in the netdev MTU minus this: 1500 -> 1024,
  * 4200 -> 2048, 9000 -> 4096.
  */
-#define METAROCE_MTU_OVERHEAD		120
+#define METAROCE_MTU_OVERHEAD		124
 
 #endif /* _METAROCE_LIMITS_H */

@@ -30,6 +30,8 @@
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/percpu.h>
+#include <linux/seqlock.h>
+#include <linux/siphash.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -123,6 +125,17 @@ struct mr_dev {
 	u32 ud_epoch;			/* epoch field of UD packets */
 	u8 tclass;			/* DSCP << 2 of sequenced packets */
 	u8 ctrl_tclass;			/* DSCP << 2 of unsequenced ones */
+
+	/*
+	 * The secrets the challenge's cookies are keyed with (peer.c,
+	 * protocol.rst 7.2): [0] current, [1] the one it replaced, if
+	 * cookie_prev. From the kernel's RNG, replaced every
+	 * MR_COOKIE_ROTATE_NS by the peer collector; read from NAPI.
+	 */
+	seqlock_t cookie_lock;
+	siphash_key_t cookie_key[2];
+	bool cookie_prev;
+	u64 cookie_next;		/* ns: the next replacement */
 
 	/* Peers by (local, remote) address: RCU readers, peers_lock writers. */
 	struct mutex peers_lock;

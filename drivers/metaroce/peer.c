@@ -28,6 +28,11 @@
 /* How long an unused, idle peer is kept (ns). */
 #define MR_PEER_IDLE_NS		(5ULL * NSEC_PER_SEC)
 #define MR_PEER_GC_PERIOD	(2 * HZ)
+/*
+ * How long a challenge's secret stays current: a cookie is accepted until
+ * the secret after next takes over, 60 to 120 s after it was minted.
+ */
+#define MR_COOKIE_ROTATE_NS	(60ULL * NSEC_PER_SEC)
 
 static u32 mr_peer_hash(const struct in6_addr *local,
 			const struct in6_addr *remote)
@@ -198,6 +203,63 @@ static u64 mr_peer_host_window(void *env, struct mr_conn *c, s64 delta)
 	return v < target ? target - v : 0;
 }
 
+/*
+ * The challenge for a sender of @epoch (protocol.rst, 7.2): SipHash-2-4,
+ * keyed with the device's secret, of both addresses, both MetaRoCE ports
+ * (the module's: the peer's port is where the challenge goes) and the
+ * epoch. Only the peer's device, which receives at that address and port,
+ * learns it.
+ */
+static u64 mr_peer_cookie(void *env, struct mr_conn *c, u32 epoch, int prev)
+{
+	struct mr_peer *peer = env;
+	struct mr_dev *dev = peer->dev;
+	struct {
+		struct in6_addr local;
+		struct in6_addr remote;
+		__be16 local_port;
+		__be16 remote_port;
+		__be32 epoch;
+	} in;
+	siphash_key_t key;
+	unsigned int seq;
+	bool have;
+	u64 v;
+
+	static_assert(sizeof(in) == 40);
+	in.local = peer->addr.local;
+	in.remote = peer->addr.remote;
+	in.local_port = htons(mr_udp_port);
+	in.remote_port = htons(mr_udp_port);
+	in.epoch = cpu_to_be32(epoch);
+	do {
+		seq = read_seqbegin(&dev->cookie_lock);
+		have = !prev || dev->cookie_prev;
+		key = dev->cookie_key[prev ? 1 : 0];
+	} while (read_seqretry(&dev->cookie_lock, seq));
+	if (!have)
+		return 0;
+	v = siphash(&in, sizeof(in), &key);
+	memzero_explicit(&key, sizeof(key));
+	/* Never 0 under the current secret: 0 means "no cookie". */
+	return v || prev ? v : 1;
+}
+
+/* A new secret for the device's cookies; the current one becomes the last. */
+static void mr_cookie_rotate(struct mr_dev *dev, u64 now)
+{
+	siphash_key_t key;
+
+	get_random_bytes(&key, sizeof(key));
+	write_seqlock_bh(&dev->cookie_lock);
+	dev->cookie_key[1] = dev->cookie_key[0];
+	dev->cookie_prev = dev->cookie_next != 0;
+	dev->cookie_key[0] = key;
+	write_sequnlock_bh(&dev->cookie_lock);
+	memzero_explicit(&key, sizeof(key));
+	dev->cookie_next = now + MR_COOKIE_ROTATE_NS;
+}
+
 static const struct mr_env_ops mr_peer_ops = {
 	.xmit = mr_peer_xmit,
 	.complete = mr_peer_complete,
@@ -207,6 +269,7 @@ static const struct mr_env_ops mr_peer_ops = {
 	.lookup_qp = mr_peer_lookup_qp,
 	.route_key = mr_peer_route_key,
 	.host_window = mr_peer_host_window,
+	.cookie = mr_peer_cookie,
 };
 
 static enum hrtimer_restart mr_peer_timer_fn(struct hrtimer *t)
@@ -378,6 +441,8 @@ static void mr_peer_gc(struct work_struct *work)
 	mutex_lock(&dev->peers_lock);
 	/* After the lock: no detach stamps idle_since later than now. */
 	now = ktime_get_ns();
+	if (now >= dev->cookie_next)
+		mr_cookie_rotate(dev, now);
 	for (b = 0; b < MR_PEER_HASH; b++) {
 		hlist_for_each_entry_safe(peer, tmp, &dev->peers[b], node) {
 			bool idle;
@@ -420,6 +485,8 @@ int mr_peers_init(struct mr_dev *dev)
 	mutex_init(&dev->peers_lock);
 	for (i = 0; i < MR_PEER_HASH; i++)
 		INIT_HLIST_HEAD(&dev->peers[i]);
+	seqlock_init(&dev->cookie_lock);
+	mr_cookie_rotate(dev, ktime_get_ns());
 	INIT_DELAYED_WORK(&dev->peer_gc, mr_peer_gc);
 	queue_delayed_work(mr_wq, &dev->peer_gc, MR_PEER_GC_PERIOD);
 	return 0;
@@ -444,6 +511,7 @@ void mr_peers_destroy(struct mr_dev *dev)
 		}
 	}
 	mutex_unlock(&dev->peers_lock);
+	memzero_explicit(dev->cookie_key, sizeof(dev->cookie_key));
 }
 
 /*

@@ -380,6 +380,17 @@ struct mr_env_ops {
 	 * concurrently; the count must be updated atomically.
 	 */
 	u64 (*host_window)(void *env, struct mr_conn *c, s64 delta);
+	/*
+	 * The challenge for a sender of @epoch on @c (protocol.rst, 7.2): a
+	 * MAC of the two endpoints' addresses and MetaRoCE ports and @epoch,
+	 * keyed with a secret of the local device that the peer never learns
+	 * (random, and replaced from time to time). @prev 0: under the
+	 * current secret, never 0. @prev 1: under the secret before it, or 0
+	 * if there is none. The same arguments give the same value until the
+	 * secret is replaced. Called under the connection's lock, only while
+	 * an epoch is unknown: never for a packet of the current epoch.
+	 */
+	u64 (*cookie)(void *env, struct mr_conn *c, u32 epoch, int prev);
 };
 
 /* Requester message slot (one work request). */
@@ -537,7 +548,12 @@ struct mr_conn {
 	u32 epoch;
 	u8 syn;			/* our epoch not acknowledged yet */
 	u8 announce;		/* PROBE before the next data (section 7.20) */
-	u32 peer_epoch;		/* from an ACK or RESET naming ours; 0 none */
+	/*
+	 * The receiver's challenge for our epoch, from the last RESET that
+	 * named it; echoed with SYN. 0: none yet, and until one comes only
+	 * the hello PROBE goes out (section 7.2).
+	 */
+	u64 cookie;
 	u8 slow_start;
 	u8 npaths;
 	u8 ack_rr;
@@ -575,8 +591,9 @@ struct mr_conn {
 	struct mr_path path[MR_MAX_PATHS];
 
 	/* receive half */
-	u32 rx_epoch;		/* 0 until the peer's first SYN */
-	u32 reset_epoch;	/* unknown sender epoch to send a RESET for */
+	u32 rx_epoch;		/* 0 until the peer's first proven SYN */
+	u32 chal_epoch;		/* the last epoch challenged (RESET) */
+	u64 chal_at;		/* and when */
 	u32 dsn_cum;		/* every DSN before this was processed */
 	u32 dsn_bits[MR_DSN_WND / 32];	/* ring: bit dsn % MR_DSN_WND */
 	u64 rx_last;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * MetaRoCE wire format, version 1.
+ * MetaRoCE wire format, version 2.
  *
  * This header and drivers/metaroce/core/wire.c are the only places that know
  * the byte layout of a MetaRoCE packet; Documentation/protocol.rst is the
@@ -37,20 +37,24 @@
  * optional IMM (imm:32) or INV (rkey:32) word, and, when SYN is set, the
  * syn_dsn:32 word (the sender's lowest unacknowledged DSN, from which a
  * receiver that does not know the epoch yet starts its data window) and the
- * syn_echo:32 word (the receiver's own epoch as the sender last learned it
- * from an ACK or RESET, 0 if unknown: a receiver with a live view of
- * another epoch adopts the new one only if it echoes its epoch).
+ * syn_cookie:64 word (the receiver's challenge for this epoch, as the last
+ * RESET naming the epoch carried it; 0 before one arrived). A receiver
+ * adopts a new epoch only from a SYN packet whose cookie it minted for that
+ * epoch and the two endpoints: proof that the epoch's sender receives what
+ * is sent to the peer's address and MetaRoCE port.
  *
- * RESET (unsequenced): unknown_epoch:32, sent by a receiver to a sender
- * whose packets carry an epoch it does not know or cannot adopt yet; the
- * sender then sets SYN (with syn_dsn and syn_echo) again until acknowledged.
+ * RESET (unsequenced): unknown_epoch:32 cookie:64, the challenge a receiver
+ * sends to the peer's MetaRoCE port when sequenced packets carry an epoch
+ * it does not know and cannot adopt yet (no valid cookie); the sender of
+ * that epoch then sets SYN (with syn_dsn and the cookie) until
+ * acknowledged. Versions 1 and 2 differ only in these words.
  */
 #ifndef METAROCE_MR_WIRE_H
 #define METAROCE_MR_WIRE_H
 
 #include "mr_types.h"
 
-#define MR_WIRE_VERSION		1
+#define MR_WIRE_VERSION		2
 
 #define MR_MAX_PATHS		16	/* paths per connection */
 #define MR_PATH_WND		256	/* per-path SACK bitmap, in packets */
@@ -70,7 +74,8 @@
 #define MR_ACK_QP_LEN		12
 #define MR_UD_HLEN		16
 #define MR_ACKREQ_HLEN		8
-#define MR_SYN_LEN		8	/* syn_dsn + syn_echo */
+#define MR_SYN_LEN		12	/* syn_dsn + syn_cookie */
+#define MR_RESET_LEN		12	/* unknown_epoch + cookie */
 /* Largest header of a packet that carries payload (WRITE, IMM, SYN). */
 #define MR_DATA_HLEN_MAX	(MR_BASE_HLEN + MR_RC_HLEN + MR_RETH_LEN + 4 + \
 				 MR_SYN_LEN)
@@ -180,8 +185,12 @@ struct mr_hdr {
 	u64 orig;
 	u32 qkey;
 	u32 syn_dsn;		/* SYN: sender's lowest unacknowledged DSN */
-	u32 syn_echo;		/* SYN: the receiver's epoch, as known; or 0 */
 	u32 reset_epoch;	/* RESET: the epoch the receiver did not know */
+	/*
+	 * SYN: the receiver's challenge for this epoch, echoed (0: none yet).
+	 * RESET: the challenge (never 0).
+	 */
+	u64 cookie;
 };
 
 struct mr_ack_path {

@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Hostile MetaRoCE packets, for selftests/metaroce/hostile.sh.
 
-Builds MetaRoCE v1 packets as Documentation/protocol.rst and
-include/metaroce/mr_wire.h describe them (opcode and flag values are read
-from mr_wire.h) and sends them with ordinary UDP sockets, from an address
-of a given network namespace, to a device's MetaRoCE port. Each command
-prints "sent COUNT" (the number of datagrams sent) on its last line.
+Builds MetaRoCE packets as Documentation/protocol.rst and
+include/metaroce/mr_wire.h describe them (the version, opcode and flag
+values, and the words SYN and RESET carry, are read from mr_wire.h) and
+sends them with ordinary UDP sockets, from an address of a given network
+namespace, to a device's MetaRoCE port (or, with --raw, from a raw socket
+with a forged source address). Each command prints "sent COUNT" (the
+number of datagrams sent) on its last line.
 
   malformed   packets every receiver must drop as malformed, whatever its
               state (truncated, bad version, opcode, flags, lengths, ...)
@@ -26,6 +28,22 @@ prints "sent COUNT" (the number of datagrams sent) on its last line.
               a WRITE with a wrong R_Key fails the first pair while the
               second carries WRITEs before and after; prints the outcome
               as "KEY VALUE" lines.
+  forge       what a forger who cannot receive at --src sends to take over
+              a connection from --src: a SYN PROBE of an epoch of its own,
+              a SEND to --dst-qpn (first message --msn, receive 0), then
+              every --interval ms the PROBE again, a SYN with a fresh epoch
+              and the SEND again, for --seconds. With --raw it spoofs --src
+              from a raw socket (an off-path host); without, it sends from
+              an ordinary socket bound to --src (an unprivileged process on
+              that host).
+  hijack      first contact under attack: a QP pair of its own between
+              --b-dev and --a-dev (over --src); B's QP is connected first,
+              then --forger (a command line that runs "forge", given the
+              QPNs) strikes, then A's QP connects and SENDs. With
+              --after-cleanup, a first pair carries a SEND, B's QP is
+              destroyed and B's connection collected, and the forger
+              strikes before the second pair's SEND. Prints the outcome as
+              "KEY VALUE" lines.
 """
 
 import argparse
@@ -33,8 +51,10 @@ import ctypes
 import os
 import random
 import re
+import shlex
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -48,12 +68,14 @@ OP = {}
 F = {}
 VERSION = 1
 SYN_WORD = False
-SYN_ECHO = False
+SYN_ECHO = False	# version 1: SYN echoes the receiver's epoch (32 bits)
+SYN_COOKIE = False	# version 2: SYN echoes the receiver's cookie (64 bits)
+RESET_COOKIE = False	# version 2: a RESET carries a cookie
 
 
 def load_wire(path):
-    """Opcode and flag values, and which words SYN carries."""
-    global VERSION, SYN_WORD, SYN_ECHO
+    """Opcode and flag values, and which words SYN and RESET carry."""
+    global VERSION, SYN_WORD, SYN_ECHO, SYN_COOKIE, RESET_COOKIE
     text = open(path, encoding="utf-8").read()
     for name, val in re.findall(r"\bMR_OP_(\w+)\s*=\s*(0x[0-9a-fA-F]+)", text):
         OP[name] = int(val, 16)
@@ -64,6 +86,8 @@ def load_wire(path):
         VERSION = int(m.group(1))
     SYN_WORD = "syn_dsn" in text
     SYN_ECHO = "syn_echo" in text
+    SYN_COOKIE = "syn_cookie" in text
+    RESET_COOKIE = "MR_RESET_LEN" in text
     for need in ("WRITE", "SEND", "READ_REQ", "READ_RESP", "CMP_SWAP",
                  "FETCH_ADD", "ATOMIC_RESP", "NOP", "PROBE", "ACK",
                  "ACK_REQ", "UD_SEND"):
@@ -98,8 +122,8 @@ def now_tsval():
 def data_packet(op, *, flags=0, epoch=1, psn=0, path=0, dst=2, src=2, dsn=0,
                 msn=0, gen=0, msg_len=None, offset=0, payload=b"",
                 raddr=0x10000, rkey=0x1234, ssn=0, extra=b"", syn_dsn=None,
-                syn_echo=None, tsval=None, version=None, hlen_delta=0,
-                plen=None):
+                syn_echo=None, cookie=None, tsval=None, version=None,
+                hlen_delta=0, plen=None):
     """A sequenced RC packet; every field may be overridden."""
     if msg_len is None:
         msg_len = len(payload)
@@ -118,6 +142,8 @@ def data_packet(op, *, flags=0, epoch=1, psn=0, path=0, dst=2, src=2, dsn=0,
         ext += struct.pack(">I", dsn if syn_dsn is None else syn_dsn)
     if SYN_ECHO and flags & F["SYN"]:
         ext += struct.pack(">I", guess_echo() if syn_echo is None else syn_echo)
+    if SYN_COOKIE and flags & F["SYN"]:
+        ext += struct.pack(">Q", guess_cookie() if cookie is None else cookie)
     ext += extra
     if op == OP["NOP"]:	# a NOP names nothing but its DSN
         dst = src = msn = gen = msg_len = offset = 0
@@ -133,12 +159,20 @@ def guess_echo():
     return random.getrandbits(32)
 
 
-def probe(epoch=1, psn=0, path=0, flags=0):
+def guess_cookie():
+    """The receiver's cookie, as one who does not receive it can only
+    guess it."""
+    return random.getrandbits(64)
+
+
+def probe(epoch=1, psn=0, path=0, flags=0, syn_dsn=0):
     ext = b""
     if SYN_WORD and flags & F["SYN"]:
-        ext = struct.pack(">I", 0)
+        ext = struct.pack(">I", syn_dsn)
     if SYN_ECHO and flags & F["SYN"]:
         ext += struct.pack(">I", guess_echo())
+    if SYN_COOKIE and flags & F["SYN"]:
+        ext += struct.pack(">Q", guess_cookie())
     hlen = BASE_HLEN + len(ext)
     return base(OP["PROBE"], hlen, 0, flags, epoch, psn, path,
                 now_tsval()) + ext
@@ -172,8 +206,11 @@ def ud_send(dst, src=2, qkey=0, payload=b"x" * 64, reserved=0, flags=0):
                 flags) + body + payload
 
 
-def reset(epoch=1, unknown=1):
+def reset(epoch=1, unknown=1, cookie=None):
     body = struct.pack(">I", unknown)
+    if RESET_COOKIE:
+        body += struct.pack(">Q", guess_cookie() | 1 if cookie is None
+                            else cookie)
     return base(OP["RESET"], BASE_HLEN + len(body), 0, 0, epoch) + body
 
 
@@ -190,7 +227,7 @@ def malformed():
            ("header cut short", good[:BASE_HLEN + 10]),
            ("payload cut short", good[:-1]),
            ("payload longer than plen", good + b"B")]
-    for v in (0, VERSION + 1, 0xff):
+    for v in sorted({0, 1, VERSION + 1, 0xff} - {VERSION}):
         out.append((f"version {v}", data_packet(w, payload=b"A" * 8,
                                                 version=v)))
     known = set(OP.values())
@@ -258,6 +295,8 @@ def malformed():
     ]
     if "RESET" in OP:
         out.append(("RESET of epoch 0", reset(unknown=0)))
+    if RESET_COOKIE:
+        out.append(("RESET with cookie 0", reset(unknown=7, cookie=0)))
     return out
 
 
@@ -335,6 +374,8 @@ def netns_socket(netns, src):
 
 
 def send_all(args, packets, repeat=1):
+    if not args.netns:
+        sys.exit("hostile.py: --netns is needed")
     sock = netns_socket(args.netns, args.src)
     n = 0
     for _ in range(repeat):
@@ -539,8 +580,9 @@ class Side:
                        peer.mr.buf + offset)
         self.qp.post_send(wr)
 
-    def completions(self, n, timeout=30):
-        """N work completions from our CQ, as (wr_id, status) pairs."""
+    def completions(self, n, timeout=30, must=True):
+        """N work completions from our CQ, as (wr_id, status) pairs (fewer
+        if they do not come within TIMEOUT seconds and not MUST)."""
         out = []
         deadline = time.monotonic() + timeout
         while len(out) < n:
@@ -548,6 +590,8 @@ class Side:
             out += [(wc.wr_id, wc.status) for wc in wcs[:got]]
             if not got:
                 if time.monotonic() > deadline:
+                    if not must:
+                        break
                     sys.exit(f"hostile.py: {len(out)} of {n} completions "
                              f"within {timeout} s")
                 time.sleep(0.01)
@@ -674,10 +718,195 @@ def cmd_isolation(args):
     print(f"healthy_state_b {b2.state()}")
 
 
+# --- first contact under attack ---------------------------------------------------
+
+
+def csum16(data):
+    """The Internet checksum of DATA."""
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f">{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def spoofed_udp(src, dst, sport, dport, payload):
+    """An IPv4 datagram from SRC (any address) to DST, checksums right."""
+    s, d = socket.inet_aton(src), socket.inet_aton(dst)
+    ulen = 8 + len(payload)
+    pseudo = s + d + struct.pack(">BBH", 0, socket.IPPROTO_UDP, ulen)
+    udp = struct.pack(">HHHH", sport, dport, ulen, 0) + payload
+    ucs = csum16(pseudo + udp) or 0xffff
+    udp = udp[:6] + struct.pack(">H", ucs) + udp[8:]
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + ulen,
+                     random.getrandbits(16), 0x4000, 64, socket.IPPROTO_UDP,
+                     0, s, d)
+    ip = ip[:10] + struct.pack(">H", csum16(ip)) + ip[12:]
+    return ip + udp
+
+
+class Forger:
+    """Sends as --src: from an ordinary socket bound to it (in the current
+    network namespace: an unprivileged process on that host), or, with
+    --raw, from a raw socket that spoofs it (an off-path host)."""
+
+    def __init__(self, args):
+        self.args = args
+        self.sent = 0
+        if args.raw:
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_RAW,
+                                      socket.IPPROTO_RAW)
+            self.sport = random.randrange(49152, 65536)
+        else:
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.sock.bind((args.src, 0))
+
+    def send(self, pkt):
+        a = self.args
+        if a.raw:
+            self.sock.sendto(spoofed_udp(a.src, a.dst, self.sport, a.port,
+                                         pkt), (a.dst, 0))
+        else:
+            self.sock.sendto(pkt, (a.dst, a.port))
+        self.sent += 1
+
+
+def cmd_forge(args):
+    f = Forger(args)
+    print(f"uid {os.getuid()}")
+    epoch = 0
+    while epoch == 0:
+        epoch = random.getrandbits(32)
+    psn = epoch
+    dsn = epoch
+    syn = F["SYN"] | F["ACKREQ"]
+    sends = 0
+
+    def forged_probe(ep):
+        nonlocal psn
+        f.send(probe(epoch=ep, psn=psn, flags=syn, syn_dsn=epoch))
+        psn = (psn + 1) & 0xffffffff
+
+    def forged_send():
+        nonlocal psn, dsn, sends
+        f.send(data_packet(OP["SEND"], flags=syn, epoch=epoch, psn=psn,
+                           dst=args.dst_qpn, src=args.src_qpn, dsn=dsn,
+                           msn=args.msn, ssn=0, payload=b"F" * 64,
+                           syn_dsn=epoch))
+        psn = (psn + 1) & 0xffffffff
+        dsn = (dsn + 1) & 0xffffffff
+        sends += 1
+
+    end = time.monotonic() + args.seconds
+    forged_probe(epoch)
+    forged_send()
+    while time.monotonic() < end:
+        time.sleep(args.interval / 1000)
+        forged_probe(epoch)		# keep its epoch alive
+        forged_probe(random.getrandbits(32) | 1)	# and try fresh ones
+        forged_send()
+    print(f"forged_epoch {epoch}")
+    print(f"forged_sends {sends}")
+    print(f"sent {f.sent}")
+
+
+def no_peer(dev, remote):
+    """Waits until DEV has no connection to REMOTE (the idle clean-up)."""
+    deadline = time.monotonic() + 30
+    while peer_entry(dev, remote) is not None:
+        if time.monotonic() > deadline:
+            sys.exit(f"hostile.py: {dev} kept its connection to {remote}")
+        time.sleep(0.5)
+
+
+def cmd_hijack(args):
+    """First contact with a forger striking first; see the module doc."""
+    import pyverbs.enums as e
+    from pyverbs.wr import RecvWR, SGE, SendWR
+
+    size = Side.SIZE
+    pattern = bytes((i * 11 + 3) & 0xff for i in range(size))
+
+    def post_recv(side):
+        side.qp.post_recv(RecvWR(wr_id=7, num_sge=1,
+                                 sg=[SGE(side.mr.buf, size, side.mr.lkey)]))
+
+    def post_send(side, length):
+        side.qp.post_send(SendWR(wr_id=9, opcode=e.IBV_WR_SEND, num_sge=1,
+                                 sg=[SGE(side.mr.buf, length, side.mr.lkey)],
+                                 send_flags=e.IBV_SEND_SIGNALED))
+
+    a0 = None
+    if args.after_cleanup:
+        # A first pair: both connections up, A's acknowledged long since.
+        a0, b0 = Side(args.a_dev, args.a_gidx), Side(args.b_dev, args.b_gidx)
+        a0.connect(b0)
+        b0.connect(a0)
+        post_recv(b0)
+        a0.mr.write(pattern, size)
+        post_send(a0, 512)
+        (_, st), = a0.completions(1)
+        b0.completions(1)
+        if st != e.IBV_WC_SUCCESS:
+            sys.exit(f"hostile.py: the first pair's SEND failed: {st}")
+        # B's QP goes, and with it, once idle, B's connection from A.
+        b0.close()
+        no_peer(args.b_dev, args.src)
+        print("b_connection_collected 1")
+    a = Side(args.a_dev, args.a_gidx, share=a0)
+    b = Side(args.b_dev, args.b_gidx)
+    b.mr.write(b"\0" * size, size)
+    a.mr.write(pattern, size)
+    b.connect(a)		# B's connection from A: no epoch known yet
+    post_recv(b)
+    cmd = shlex.split(args.forger) + [
+        "--dst-qpn", str(b.qp.qp_num), "--src-qpn", str(a.qp.qp_num),
+        "--msn", "0", "--seconds", str(args.seconds), "forge"]
+    forger = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    time.sleep(0.5)		# it strikes first
+    t0 = time.monotonic()
+    a.connect(b)
+    post_send(a, 1000)
+    a_wc = a.completions(1, timeout=args.seconds + 20, must=False)
+    took = time.monotonic() - t0
+    out, _ = forger.communicate(timeout=args.seconds + 60)
+    for line in out.splitlines():
+        print(f"forger: {line}")
+    if forger.returncode:
+        sys.exit(f"hostile.py: the forger failed ({forger.returncode})")
+    # Whatever B completed, within a second of the forger's last packet.
+    got, wcs = b.cq.poll(num_entries=8)
+    deadline = time.monotonic() + 1
+    recvs = [w for w in wcs[:got]]
+    while time.monotonic() < deadline:
+        got, wcs = b.cq.poll(num_entries=8)
+        recvs += wcs[:got]
+        time.sleep(0.05)
+    data = b.mr.read(size, 0)
+    rx = peer_entry(args.b_dev, args.src, args.dst)
+    tx = peer_entry(args.a_dev, args.dst, args.src)
+    real = rx is not None and tx is not None and \
+        int(rx.get("rx_epoch", "0"), 16) == int(tx.get("epoch", "1"), 16)
+    print(f"a_send_status {a_wc[0][1] if a_wc else -1}")
+    print(f"a_send_ms {int(took * 1000)}")
+    print(f"b_receives {len(recvs)}")
+    print(f"b_receive_ok {int(len(recvs) == 1 and recvs[0].status == e.IBV_WC_SUCCESS and recvs[0].byte_len == 1000)}")
+    print(f"b_data_real {int(data[:1000] == pattern[:1000])}")
+    print(f"b_data_forged {int(data[:64] == b'F' * 64)}")
+    print(f"b_epoch_real {int(real)}")
+    if rx is not None:
+        print(f"b_rx_epoch {int(rx.get('rx_epoch', '0'), 16)}")
+    for side in (a, b) + ((a0,) if a0 else ()):
+        side.close()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--wire", required=True, help="path of mr_wire.h")
-    p.add_argument("--netns", required=True, help="namespace to send from")
+    p.add_argument("--netns", help="namespace to send from (forge: the "
+                   "current one)")
     p.add_argument("--src", required=True, help="source address")
     p.add_argument("--dst", required=True, help="destination address")
     p.add_argument("--port", type=int, required=True)
@@ -689,9 +918,22 @@ def main():
     p.add_argument("--a-gidx", type=int)
     p.add_argument("--b-dev")
     p.add_argument("--b-gidx", type=int)
+    p.add_argument("--raw", action="store_true",
+                   help="forge: spoof --src from a raw socket")
+    p.add_argument("--dst-qpn", type=int, help="forge: the victim QP")
+    p.add_argument("--src-qpn", type=int, help="forge: its peer QP")
+    p.add_argument("--msn", type=int, default=0,
+                   help="forge: the victim's first message number")
+    p.add_argument("--seconds", type=float, default=4)
+    p.add_argument("--interval", type=float, default=5,
+                   help="forge: milliseconds between rounds")
+    p.add_argument("--forger", help="hijack: the forge command line, "
+                   "without the QPNs")
+    p.add_argument("--after-cleanup", action="store_true")
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("command", choices=("malformed", "valid", "ud", "epoch",
-                                       "dsn", "victim", "isolation"))
+                                       "dsn", "victim", "isolation", "forge",
+                                       "hijack"))
     args = p.parse_args()
     load_wire(args.wire)
     globals()["cmd_" + args.command](args)

@@ -22,6 +22,17 @@
 # hostile.py's own: a bad R_Key fails one pair, the other must carry on (a
 # QP error is the QP's alone, not its connection's).
 #
+# Then first contact under attack (protocol.rst 7.2 and 11), each on a
+# connection of its own: B connects a QP to A's address, a forger strikes
+# before A sends anything (an epoch of its own, a SEND that matches B's
+# posted receive, and more of both every 5 ms for 4 s), then A connects and
+# SENDs. The forger is an unprivileged process on host A (uid 65534 in A's
+# namespace, from .6; after B's connection was collected by the idle
+# clean-up, from .8), or an off-path host in a third namespace, joined to
+# B only, that spoofs A's address (.7). A's SEND must complete, B must
+# receive exactly A's bytes and hold A's epoch, and no forged SEND may
+# complete.
+#
 # The first subtest runs the transfer and the attacks; the others check
 # what B counted for each kind. The transfer must pass (every byte checked,
 # no failed completion), each kind must be dropped and counted under its
@@ -41,6 +52,14 @@ STRANGER_IP=10.9.2.4
 # connection's next real packets are duplicates to B until it is
 # collected (what an on-path attacker who sees the epoch can do).
 ISOLATION_IP=10.9.2.5
+# First contact under attack: a connection of its own each.
+LOCAL_FORGER_IP=10.9.2.6
+SPOOFED_IP=10.9.2.7
+CLEANUP_IP=10.9.2.8
+# The off-path host: its own namespace, linked to B only.
+SPOOF_NS=mrdpc SPOOF_IF=mrdpc0 SPOOF_B_IF=mrdpb1
+SPOOF_IP=10.9.3.1 SPOOF_B_IP=10.9.3.2
+NOBODY=65534
 
 [[ -x $TOOL ]] || mr_skip_all "$TOOL is missing: run make userspace"
 "$PYTHON" -c 'import pyverbs.qp' 2>/dev/null ||
@@ -51,6 +70,17 @@ setup() {
 	ip -n "$MR_A_NS" addr add "$VICTIM_IP/24" dev "$MR_A_IF"
 	ip -n "$MR_A_NS" addr add "$STRANGER_IP/24" dev "$MR_A_IF"
 	ip -n "$MR_A_NS" addr add "$ISOLATION_IP/24" dev "$MR_A_IF"
+	for ip in "$LOCAL_FORGER_IP" "$SPOOFED_IP" "$CLEANUP_IP"; do
+		ip -n "$MR_A_NS" addr add "$ip/24" dev "$MR_A_IF"
+	done
+	mr_netns "$SPOOF_NS"
+	mr_veth "$SPOOF_IF" "$SPOOF_B_IF" "$SPOOF_NS" "$MR_B_NS"
+	ip -n "$SPOOF_NS" addr add "$SPOOF_IP/24" dev "$SPOOF_IF"
+	ip -n "$MR_B_NS" addr add "$SPOOF_B_IP/24" dev "$SPOOF_B_IF"
+	ip -n "$SPOOF_NS" route add 10.9.2.0/24 via "$SPOOF_B_IP"
+	# B takes what arrives from A's addresses on the wrong link.
+	ip netns exec "$MR_B_NS" sysctl -qw net.ipv4.conf.all.rp_filter=0 \
+		"net.ipv4.conf.$SPOOF_B_IF.rp_filter=0"
 	assert_wait "$MR_A_DEV has a GID for $VICTIM_IP" 10 \
 		mr_gid_index "$MR_A_DEV" "$VICTIM_IP"
 	[[ -r /sys/kernel/debug/metaroce/$MR_B_DEV/peers ]] ||
@@ -171,7 +201,7 @@ ud_no_qp() {
 }
 
 # Every packet with an unknown epoch is dropped, a SYN among them too: it
-# cannot echo B's own epoch (protocol.rst 7.2), so B never adopts it and
+# cannot answer B's challenge (protocol.rst 7.2), so B never adopts it and
 # never has to restore A's window.
 wrong_epoch() {
 	local n syn got restored
@@ -248,6 +278,88 @@ isolation() {
 		"$(sent isolation healthy_state_b)"
 }
 
+# first_contact NAME SRC FORGER [ARGS...]: hostile.py hijack over SRC, the
+# forger started by the command line FORGER; its results in $STATE/NAME.
+first_contact() {
+	local name=$1 src=$2 forger=$3 a_gidx out port
+	shift 3
+	port=$(mr_udp_port)
+	assert_wait "$MR_A_DEV has a GID for $src" 10 \
+		mr_gid_index "$MR_A_DEV" "$src"
+	a_gidx=$(mr_gid_index "$MR_A_DEV" "$src")
+	mr_stats "$MR_B_DEV" >"$STATE/$name.before"
+	out=$("$PYTHON" "$HOSTILE" --wire "$MR_TOP/include/metaroce/mr_wire.h" \
+		--src "$src" --dst "$MR_B_IP" --port "$port" \
+		--forger "$forger --wire $MR_TOP/include/metaroce/mr_wire.h --src $src --dst $MR_B_IP --port $port" \
+		--a-dev "$MR_A_DEV" --a-gidx "$a_gidx" --b-dev "$MR_B_DEV" \
+		--b-gidx "$MR_B_GIDX" "$@" hijack 2>&1) || {
+		echo "$out"
+		mr_diag "$MR_A_DEV" "$MR_B_DEV"
+		mr_fail "hostile.py hijack ($name) failed"
+	}
+	sed "s/^/hostile.py hijack ($name): /" <<<"$out"
+	sed -n 's/^forger: //p' <<<"$out" | grep -E '^[a-z_]+ [0-9]+$' \
+		>"$STATE/$name.forger" || true
+	grep -E '^[a-z_]+ [0-9]+$' <<<"$out" >"$STATE/$name"
+	mr_stats "$MR_B_DEV" >"$STATE/$name.after"
+}
+
+# rec FILE KEY: KEY's value in $STATE/FILE.
+rec() { awk -v k="$2" '$1 == k { print $2 }' "$STATE/$1"; }
+
+# hijacked NAME: what first_contact NAME recorded, checked.
+hijacked() {
+	local name=$1 sent dropped resets
+	sent=$(rec "$name.forger" sent)
+	[[ -n $sent ]] || mr_fail "$name: the forger reported nothing"
+	dropped=$(mr_stat_delta "$STATE/$name.before" "$STATE/$name.after" drop_epoch)
+	resets=$(mr_stat_delta "$STATE/$name.before" "$STATE/$name.after" resets_tx)
+	mr_log "$name: forger sent $sent ($(rec "$name.forger" forged_sends) SENDs);" \
+		"B: drop_epoch +$dropped, challenges (resets_tx) +$resets;" \
+		"A's SEND took $(rec "$name" a_send_ms) ms"
+	# enum ibv_wc_status: IBV_WC_SUCCESS is 0.
+	assert_eq "$name: status of A's SEND" 0 "$(rec "$name" a_send_status)"
+	assert_eq "$name: forged SEND landed in B's receive" 0 \
+		"$(rec "$name" b_data_forged)"
+	assert_eq "$name: receives B completed" 1 "$(rec "$name" b_receives)"
+	assert_eq "$name: B's receive is A's SEND, complete" 1 \
+		"$(rec "$name" b_receive_ok)"
+	assert_eq "$name: B holds A's bytes" 1 "$(rec "$name" b_data_real)"
+	assert_eq "$name: B holds A's epoch, not the forger's" 1 \
+		"$(rec "$name" b_epoch_real)"
+	((dropped >= sent)) ||
+		mr_fail "$name: drop_epoch grew by $dropped, less than the $sent forged packets"
+	((resets >= 1)) || mr_fail "$name: B sent no challenge"
+}
+
+# An unprivileged process on host A: no spoofing needed, A's address is
+# its own, but it cannot receive at A's MetaRoCE port.
+local_forger() {
+	first_contact local_forger "$LOCAL_FORGER_IP" \
+		"ip netns exec $MR_A_NS setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups $PYTHON $HOSTILE"
+	assert_eq "the forger's uid" "$NOBODY" "$(rec local_forger.forger uid)"
+	hijacked local_forger
+}
+
+# An off-path host: root on its own machine, a raw socket spoofing A's
+# address; it sees nothing B sends to A.
+spoofing_host() {
+	first_contact spoofing_host "$SPOOFED_IP" \
+		"ip netns exec $SPOOF_NS $PYTHON $HOSTILE --raw"
+	hijacked spoofing_host
+}
+
+# After the idle clean-up freed B's connection from A, while A's, long
+# acknowledged, lives on.
+after_cleanup() {
+	first_contact after_cleanup "$CLEANUP_IP" \
+		"ip netns exec $MR_A_NS setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups $PYTHON $HOSTILE" \
+		--after-cleanup
+	assert_eq "B's first connection was collected" 1 \
+		"$(rec after_cleanup b_connection_collected)"
+	hijacked after_cleanup
+}
+
 mr_setup two_hosts setup
 mr_run attack_during_transfer attack
 mr_run malformed_dropped malformed
@@ -257,4 +369,7 @@ mr_run wrong_epoch_dropped wrong_epoch
 mr_run dsn_outside_window_dropped dsn_window
 mr_run forged_writes_refused forged_writes
 mr_run qp_error_isolated isolation
+mr_run first_contact_local_forger local_forger
+mr_run first_contact_spoofing_host spoofing_host
+mr_run first_contact_after_cleanup after_cleanup
 mr_done

@@ -105,6 +105,27 @@ static struct fz_qp *fq(struct mr_qp *qp)
 
 /* Environment */
 
+/*
+ * Our cookies (ops->cookie): a keyed mix; both secrets exist, so that a
+ * cookie minted under the previous one is exercised too.
+ */
+static u64 fz_mint(u32 epoch, int prev)
+{
+	u64 x = (prev ? 0x1f2e3d4c5b6a7988ull : 0x8877665544332211ull) ^ epoch;
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x ? x : 1;
+}
+
+static u64 fz_cookie(void *env, struct mr_conn *c, u32 epoch, int prev)
+{
+	(void)env;
+	CHECK(c == &S.c && epoch != S.c.rx_epoch);
+	return fz_mint(epoch, prev);
+}
+
 static int fz_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *t)
 {
 	static u8 buf[MR_HLEN_MAX + MR_MAX_PATHS * MR_ACK_PATH_LEN +
@@ -122,6 +143,12 @@ static int fz_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *t)
 	/* everything the engine sends decodes */
 	CHECK(mr_wire_decode(buf, t->hlen + t->plen, &h, &a) == (int)t->hlen);
 	CHECK(h.epoch == S.c.epoch && h.plen == t->plen);
+	/* without a cookie, only the hello (a PROBE with SYN) goes out */
+	CHECK(!mr_op_sequenced(h.opcode) || S.c.cookie || !S.c.syn ||
+	      (h.opcode == MR_OP_PROBE && (h.flags & MR_F_SYN)));
+	/* a challenge carries our cookie for the epoch it names */
+	CHECK(h.opcode != MR_OP_RESET ||
+	      h.cookie == fz_mint(h.reset_epoch, 0));
 	if (t->kind == MR_TX_REQ) {
 		const struct fz_wr *w;
 
@@ -237,6 +264,7 @@ static const struct mr_env_ops fz_ops = {
 	.bind_recv = fz_bind_recv,
 	.execute = fz_execute,
 	.lookup_qp = fz_lookup,
+	.cookie = fz_cookie,
 };
 
 /* Invariants */
@@ -429,6 +457,9 @@ static void setup(void)
 	S.now = 1000000;
 	CHECK(!mr_conn_init(&S.c, &cfg, S.segs, &fz_ops, NULL, epoch, 7,
 			    S.now));
+	/* unless it starts with its hello, the peer has challenged us */
+	if (!(S.setup[0] & FZ_SET0_HELLO))
+		S.c.cookie = 0xc001c001c001c001ull;
 	for (i = 0; i < MR_MAX_PATHS; i++)
 		S.peer_psn[i] = S.peer_epoch;
 	S.peer_dsn = S.peer_epoch;
@@ -460,6 +491,7 @@ static void deliver(const u8 *buf, u32 len, int ce)
 	struct mr_qp *qp = NULL;
 	int hl, st = MR_RXS_OK;
 	const u8 *pl;
+	u32 epoch;
 
 	hl = mr_wire_decode(buf, len, &h, &a);
 	if (hl < 0) {
@@ -471,8 +503,15 @@ static void deliver(const u8 *buf, u32 len, int ce)
 	pl = buf + hl;
 	if (h.opcode != MR_OP_ACK)
 		qp = fz_lookup(NULL, &S.c, h.dst_qpn);
+	epoch = S.c.rx_epoch;
 	mr_conn_rx(&S.c, qp, &h, h.opcode == MR_OP_ACK ? &a : NULL, ce, S.now,
 		   &rx);
+	/* a new epoch only from a SYN with a cookie we minted for it */
+	CHECK(S.c.rx_epoch == epoch ||
+	      (S.c.rx_epoch == h.epoch && mr_op_sequenced(h.opcode) &&
+	       (h.flags & MR_F_SYN) &&
+	       (h.cookie == fz_mint(h.epoch, 0) ||
+		h.cookie == fz_mint(h.epoch, 1))));
 	switch (rx.action) {
 	case MR_RXA_NONE:
 		return;
@@ -598,6 +637,14 @@ static void struct_data(int ce)
 		h.flags &= ~MR_F_SYN;
 		break;
 	}
+	/*
+	 * The peer's SYNs answer our challenge: with the cookie we minted
+	 * for their epoch, under the current secret or (b3 bit 3) the last
+	 * one; b3 bit 2: a wrong one, as a forger would send.
+	 */
+	if (h.flags & MR_F_SYN)
+		h.cookie = (b[3] & 4) ? (u64)b[15] << 8 :
+			   fz_mint(h.epoch, !!(b[3] & 8));
 	h.tsval = (u32)S.now;
 	if (mr_op_sequenced(h.opcode)) {
 		h.path = b[2] & 15;
@@ -787,7 +834,7 @@ static void admin(void)
 	u32 i = qs & 3;
 	struct mr_qp *qp = &S.q[i].qp;
 
-	switch (act % 7) {
+	switch (act % 8) {
 	case 0:
 		mr_qp_set_error(qp, S.now);
 		break;
@@ -834,6 +881,26 @@ static void admin(void)
 	case 5:
 		mr_conn_rx_rate(&S.c, S.now, NULL);
 		break;
+	case 6: {
+		/*
+		 * The peer's challenge: a RESET naming our epoch (qs bit 0:
+		 * another), with a cookie (qs bit 1: the same as before).
+		 */
+		static u8 buf[MR_BASE_HLEN + MR_RESET_LEN];
+		struct mr_hdr h;
+		int hl;
+
+		memset(&h, 0, sizeof(h));
+		h.opcode = MR_OP_RESET;
+		h.epoch = S.peer_epoch;
+		h.reset_epoch = S.c.epoch + (qs & 1);
+		h.cookie = (qs & 2) && S.c.cookie ? S.c.cookie :
+			   0x5000000000000000ull + qs + S.now;
+		hl = mr_wire_encode(buf, sizeof(buf), &h);
+		CHECK(hl == MR_BASE_HLEN + MR_RESET_LEN);
+		deliver(buf, (u32)hl, 0);
+		break;
+	}
 	default:
 		S.xmit_busy = !S.xmit_busy;
 		break;

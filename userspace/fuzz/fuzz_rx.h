@@ -17,10 +17,12 @@
 /* Setup block */
 #define FZ_SETUP_LEN	4
 /*
- * byte 0: npaths - 1 (mod 16), bit 7 FZ_SET0_ANNOUNCE; byte 1: the bits
- * below; byte 2: reorder_thresh - 1 (mod 4); byte 3: seg_wnd = 16 << (b % 4)
+ * byte 0: npaths - 1 (mod 16), bit 7 FZ_SET0_ANNOUNCE, bit 6
+ * FZ_SET0_HELLO; byte 1: the bits below; byte 2: reorder_thresh - 1
+ * (mod 4); byte 3: seg_wnd = 16 << (b % 4)
  */
 #define FZ_SET0_ANNOUNCE	0x80	/* cfg.announce */
+#define FZ_SET0_HELLO		0x40	/* no cookie yet: only the hello */
 #define FZ_SET_OUR_WRAP		0x01	/* our epoch just below 2^32 */
 #define FZ_SET_PEER_WRAP	0x02	/* peer's epoch just below 2^32 */
 #define FZ_SET_MSN_WRAP		0x04	/* QP message numbers near 2^24 */
@@ -49,7 +51,9 @@ enum {
  *  0 opcode selector (fz_ops[b % FZ_NOPS])
  *  1 flags (masked with the opcode's allowed flags unless b2 & 0x80)
  *  2 path (low 4 bits); bit 7: keep invalid flags
- *  3 epoch selector: 0 peer, 1 a stranger, 2 ours, 3 peer + SYN off
+ *  3 epoch selector (b % 4): 0 peer, 1 a stranger, 2 ours, 3 peer + SYN
+ *    off; a SYN carries the cookie for its epoch (bit 2: a wrong one;
+ *    bit 3: the one under the previous secret)
  *  4 psn offset from the model's next psn on the path (signed)
  *  5 dsn offset from the model's next DSN (signed; 0x7f: far ahead)
  *  6 destination QP selector (0..3 our QPs, else a bad QPN)
@@ -80,8 +84,10 @@ enum {
 /*
  * FZ_POST bytes: 0 QP selector (bit 7: post a receive instead), 1 opcode
  * selector, 2 length selector.
- * FZ_ADMIN bytes: 0 action (mod 6): set_error, detach, reconfigure,
- * fair share run, reconnect a detached QP, mr_conn_rx_rate; 1 QP.
+ * FZ_ADMIN bytes: 0 action (mod 8): set_error, detach, reconfigure,
+ * fair share run, reconnect a detached QP, mr_conn_rx_rate, the peer's
+ * challenge (a RESET: bit 0 of byte 1 names another epoch, bit 1 repeats
+ * the cookie we have), xmit busy on/off; 1 QP (or the RESET's bits).
  */
 
 #endif

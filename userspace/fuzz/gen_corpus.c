@@ -139,6 +139,15 @@ static void gen_wire(void)
 	wire_pkt("nop", &h);
 	base(&h, MR_OP_PROBE, MR_F_ACKREQ);
 	wire_pkt("probe", &h);
+	base(&h, MR_OP_PROBE, MR_F_ACKREQ | MR_F_SYN);
+	wire_pkt("probe-hello", &h);
+	h.syn_dsn = 0x1a2b3c4d;
+	h.cookie = 0x0123456789abcdefull;
+	wire_pkt("probe-syn-cookie", &h);
+	base(&h, MR_OP_RESET, 0);
+	h.reset_epoch = 0x5a5a5a5a;
+	h.cookie = 0xfedcba9876543210ull;
+	wire_pkt("reset", &h);
 	base(&h, MR_OP_ACK_REQ, 0);
 	h.dst_qpn = 0x100;
 	h.src_qpn = 0x200;
@@ -189,8 +198,10 @@ static void gen_wire(void)
 	buf[0] = MR_WIRE_VERSION;
 	buf[1] = MR_OP_PROBE;
 	put("wire", "probe-zero-epoch", buf, MR_BASE_HLEN);
-	buf[0] = 2;
+	buf[0] = MR_WIRE_VERSION + 1;
 	put("wire", "bad-version", buf, MR_BASE_HLEN);
+	buf[0] = 1;		/* version 1: no cookies, not spoken any more */
+	put("wire", "version-1", buf, MR_BASE_HLEN);
 }
 
 /* rx corpus: record writers */
@@ -480,10 +491,15 @@ static void gen_rx(void)
 	tx(&o);
 	save(&o, "nak");
 
-	/* epochs: a stranger, silence, the stranger again */
+	/*
+	 * epochs: a stranger with a wrong cookie, then with the right one,
+	 * silence, the stranger again, one under the previous secret
+	 */
 	setup(&o, 2, 0, 3, 0);
 	memset(&d, 0, sizeof(d));
 	d.op = NOP;
+	data(&o, &d, 0);
+	d.ep = 1 | 4;
 	data(&o, &d, 0);
 	d.ep = 1;
 	data(&o, &d, 0);
@@ -491,8 +507,29 @@ static void gen_rx(void)
 	data(&o, &d, 0);
 	d.ep = 3;
 	data(&o, &d, 0);
+	rtime(&o, 30000);
+	d.ep = 8;
+	data(&o, &d, 0);
 	flush(&o);
 	save(&o, "epoch");
+
+	/*
+	 * first contact: our hello, the peer's challenge, our data with the
+	 * cookie, a forged challenge and a repeated one
+	 */
+	setup(&o, 0x40 + 0x80 + 2, 0, 3, 1);
+	post(&o, 0, 0, 11);
+	tx(&o);
+	rtime(&o, 12000);
+	tx(&o);
+	admin(&o, 6, 0);
+	tx(&o);
+	admin(&o, 6, 1);
+	admin(&o, 6, 2);
+	ack_all(&o, 2, 0, NULL, 2);
+	admin(&o, 6, 0);
+	tx(&o);
+	save(&o, "hello");
 
 	/* wrap everything, pacing, a rate hint, probes */
 	setup(&o, 16, FZ_SET_OUR_WRAP | FZ_SET_PEER_WRAP | FZ_SET_MSN_WRAP |
@@ -534,10 +571,10 @@ static void gen_rx(void)
 	/* admin: errors, detach, reconnect, reconfigure, fair share, busy */
 	setup(&o, 4, FZ_SET_RD1, 3, 1);
 	tx(&o);
-	admin(&o, 6, 0);
+	admin(&o, 7, 0);
 	post(&o, 0, 5, 12);
 	tx(&o);
-	admin(&o, 6, 0);
+	admin(&o, 7, 0);
 	admin(&o, 1, 0);
 	admin(&o, 4, 0);
 	post(&o, 0, 1, 3);
@@ -560,6 +597,7 @@ static void gen_rx(void)
 		h.opcode = MR_OP_NOP;
 		h.flags = MR_F_SYN;
 		h.epoch = 0x7000000;	/* the default peer epoch */
+		h.cookie = 0x0123456789abcdefull;	/* a guess */
 		h.psn = 0x7000000;
 		h.dsn = 0x7000000;
 		hl = mr_wire_encode(buf, sizeof(buf), &h);

@@ -131,6 +131,27 @@ static u64 sx_host_window(void *env, struct mr_conn *c, s64 delta)
 	return S->cfg.host_window - (u64)h->tx_inflight;
 }
 
+/*
+ * The receiver's challenge (protocol.rst, 7.2): a keyed mix of both hosts,
+ * the port and the epoch, a stand-in for the kernel's SipHash. The key is
+ * the host's, from the seed: the simulator's random stream is untouched.
+ */
+static u64 sx_cookie(void *env, struct mr_conn *c, u32 epoch, int prev)
+{
+	struct sconn *sc = env_conn(env);
+	u64 x;
+
+	(void)c;
+	if (prev)
+		return 0;
+	x = (S->cfg.seed + 1) * 0x9e3779b97f4a7c15ull ^
+	    ((u64)sc->h->id << 40) ^ ((u64)sc->peer << 20) ^ epoch;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x ? x : 1;
+}
+
 static const struct mr_env_ops sx_ops = {
 	.xmit = sx_xmit,
 	.complete = sx_complete,
@@ -139,6 +160,7 @@ static const struct mr_env_ops sx_ops = {
 	.execute = sx_execute,
 	.lookup_qp = sx_lookup,
 	.host_window = sx_host_window,
+	.cookie = sx_cookie,
 };
 
 /* Timers: one live event per connection (older ones are ignored). */

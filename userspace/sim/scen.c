@@ -1152,7 +1152,7 @@ static int smoke(void)
 	double cap = 8 * 100.0 * 4096 / (4096 + 60 + SIM_L1_L4);
 
 	quick = 1;
-	printf("TAP version 13\n1..11\n");
+	printf("TAP version 13\n1..12\n");
 	run_loss(PROTO_MR, 0, &l0);
 	tap(l0.gbps >= 0.85 * cap && !l0.retx,
 	    "loss: lossless goodput %.1f Gb/s >= 85%% of %.1f, no retransmission",
@@ -1185,12 +1185,17 @@ static int smoke(void)
 	tap(ir.jain >= 0.9 && ir.util >= 0.8,
 	    "incast 16->1: Jain %.4f, utilization %.3f", ir.jain, ir.util);
 	tap(!ir.qp_errors, "incast 16->1: no QP error");
-	tap(ir.thint_rtts > 0 && ir.thint_rtts <= 2,
-	    "incast 16->1: every sender told a share <= 1.25 x fair within 2 RTTs (%.1f)",
+	/* First contact costs a round trip: the hello and its challenge. */
+	tap(ir.thint_rtts > 0 && ir.thint_rtts <= 3,
+	    "incast 16->1: every sender told a share <= 1.25 x fair within 3 RTTs (%.1f)",
 	    ir.thint_rtts);
 	/*
 	 * A 32-host all-to-all's completion time moves by several percent
-	 * with the seed alone: guard the mean of three seeds.
+	 * with the seed alone: guard the mean of three seeds. Every flow
+	 * opens a new connection, whose first data waits a round trip for
+	 * the receiver's challenge (protocol.rst 7.2): 1.36 x ideal before
+	 * the challenge, 1.67 with it, since the flows are short (64 KiB,
+	 * an ideal of 40 us for 31 of them per host).
 	 */
 	{
 		double sum = 0;
@@ -1204,7 +1209,7 @@ static int smoke(void)
 			sum += ar.ratio;
 		}
 		a2a_seed = 0;
-		tap(ok && sum / 3 <= 1.55,
+		tap(ok && sum / 3 <= 1.85,
 		    "alltoall 32 hosts, 3 seeds: every flow done, mean %.3f x ideal",
 		    sum / 3);
 	}

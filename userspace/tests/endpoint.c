@@ -120,6 +120,28 @@ static u64 ep_host_window(void *env, struct mr_conn *c, s64 delta)
 	return h->inflight < (s64)h->target ? h->target - (u64)h->inflight : 0;
 }
 
+u64 ep_cookie(struct ep *e, u32 epoch, int prev)
+{
+	u64 x = e->cookie_key[prev ? 1 : 0];
+
+	if (!x)
+		return 0;
+	x ^= epoch;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	/* never 0, never EP_COOKIE */
+	return (x ^ (x >> 31)) | 0x100;
+}
+
+static u64 ep_cookie_op(void *env, struct mr_conn *c, u32 epoch, int prev)
+{
+	struct ep *e = ep_of(env);
+
+	(void)c;
+	e->cookie_calls++;
+	return ep_cookie(e, epoch, prev);
+}
+
 static const struct mr_env_ops ep_ops = {
 	.xmit = ep_xmit,
 	.complete = ep_complete,
@@ -128,6 +150,7 @@ static const struct mr_env_ops ep_ops = {
 	.execute = ep_execute,
 	.lookup_qp = ep_lookup,
 	.host_window = ep_host_window,
+	.cookie = ep_cookie_op,
 };
 
 struct ep *ep_new(const struct mr_conn_cfg *cfg, u32 epoch, u32 peer_epoch,
@@ -146,12 +169,15 @@ struct ep *ep_new(const struct mr_conn_cfg *cfg, u32 epoch, u32 peer_epoch,
 	e->now = 1000000;
 	e->peer_epoch = peer_epoch;
 	e->recv_len = 1 << 20;
+	e->cookie_key[0] = 0x5eed0000c0c0ull ^ (seed << 20);
 	for (i = 0; i < EP_QPS; i++) {
 		mr_qp_init_slots(&e->qp[i], EP_QPN(i), &e->slots[i]);
 		e->err_status[i] = -1;
 	}
 	if (mr_conn_init(&e->c, cfg, e->segs, &ep_ops, e, epoch, seed, e->now))
 		abort();
+	/* Our sender has been challenged already: data goes out at once. */
+	e->c.cookie = EP_PEER_COOKIE;
 	return e;
 }
 
@@ -262,6 +288,8 @@ int ep_rx(struct ep *e, const struct mr_hdr *h, int ce)
 	int hl;
 
 	x.epoch = x.epoch ? x.epoch : e->peer_epoch;
+	if ((x.flags & MR_F_SYN) && x.cookie == EP_COOKIE)
+		x.cookie = ep_cookie(e, x.epoch, 0);
 	hl = mr_wire_encode(buf, sizeof(buf), &x);
 	if (hl < 0)
 		return hl;
@@ -295,10 +323,10 @@ void ep_hdr_nop(struct ep *e, struct mr_hdr *h, u32 path, u32 psn, u32 dsn)
 	h->flags = MR_F_SYN;
 	/*
 	 * The peer has nothing acknowledged yet: its data starts at its epoch.
-	 * It has heard from us (an ACK or RESET) and echoes our epoch.
+	 * It has answered our challenge.
 	 */
 	h->syn_dsn = e->peer_epoch;
-	h->syn_echo = e->c.epoch;
+	h->cookie = EP_COOKIE;
 	h->path = (u8)path;
 	h->psn = psn;
 	h->dsn = dsn;
@@ -314,10 +342,10 @@ void ep_hdr_req(struct ep *e, struct mr_hdr *h, u8 opcode, u32 qp, u32 msn,
 	h->flags = MR_F_SYN;
 	/*
 	 * The peer has nothing acknowledged yet: its data starts at its epoch.
-	 * It has heard from us (an ACK or RESET) and echoes our epoch.
+	 * It has answered our challenge.
 	 */
 	h->syn_dsn = e->peer_epoch;
-	h->syn_echo = e->c.epoch;
+	h->cookie = EP_COOKIE;
 	h->path = (u8)path;
 	h->psn = psn;
 	h->dsn = dsn;

@@ -16,6 +16,13 @@
 #define EP_PEER_QPN(i)	(0x200 + (i))
 #define EP_QPN(i)	(0x100 + (i))
 #define EP_RKEY		0x5151
+/*
+ * In a SYN packet ep_rx() delivers: replaced by the cookie the connection
+ * minted for the packet's epoch (the peer answered our challenge).
+ */
+#define EP_COOKIE	1ull
+/* The cookie ep_new() gives the connection, as if the peer had sent it. */
+#define EP_PEER_COOKIE	0xc0c0a5a5deadbeefull
 
 /* A packet the connection sent, decoded. */
 struct ep_tx {
@@ -76,6 +83,8 @@ struct ep {
 	struct mr_rx last_rx;
 	u32 rx_done_calls;
 	struct ep_host *host;	/* NULL: no shared window */
+	u64 cookie_key[2];	/* our cookie secrets: current, previous */
+	u32 cookie_calls;	/* ops->cookie() calls */
 };
 
 struct ep *ep_new(const struct mr_conn_cfg *cfg, u32 epoch, u32 peer_epoch,
@@ -105,7 +114,10 @@ int ep_last(const struct ep *e, u8 opcode);
 int ep_rx(struct ep *e, const struct mr_hdr *h, int ce);
 int ep_rx_ack(struct ep *e, const struct mr_ack *ack);
 
-/* Peer packet builders. */
+/* The cookie the connection mints for @epoch (ops->cookie). */
+u64 ep_cookie(struct ep *e, u32 epoch, int prev);
+
+/* Peer packet builders (SYN, with the cookie EP_COOKIE). */
 void ep_hdr_nop(struct ep *e, struct mr_hdr *h, u32 path, u32 psn, u32 dsn);
 void ep_hdr_req(struct ep *e, struct mr_hdr *h, u8 opcode, u32 qp, u32 msn,
 		u32 path, u32 psn, u32 dsn, u32 msg_len, u32 offset, u32 plen);

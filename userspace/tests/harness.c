@@ -196,6 +196,40 @@ static struct mr_qp *h_lookup(void *env, struct mr_conn *c, u32 qpn)
 	return NULL;
 }
 
+/*
+ * A keyed mix of the two hosts (their addresses), the MetaRoCE port both
+ * use and the epoch: a stand-in for the kernel's SipHash, which is all a
+ * test needs (it is never 0 for the current key).
+ */
+u64 h_cookie(struct h_host *h, u32 epoch, int prev)
+{
+	u64 k = h->cookie_key[prev ? 1 : 0];
+	u64 x;
+
+	if (!k)
+		return 0;
+	x = k ^ ((u64)h->id << 48) ^ ((u64)(1 - h->id) << 40) ^
+	    (4797ull << 24) ^ epoch;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x ? x : 1;
+}
+
+static u64 h_cookie_op(void *env, struct mr_conn *c, u32 epoch, int prev)
+{
+	(void)c;
+	return h_cookie(h_env(env), epoch, prev);
+}
+
+void h_cookie_rotate(struct h_net *n, int hi)
+{
+	struct h_host *h = &n->host[hi];
+
+	h->cookie_key[1] = h->cookie_key[0];
+	h->cookie_key[0] = h_rand(n) | 1;
+}
+
 const struct mr_env_ops h_ops = {
 	.xmit = h_xmit,
 	.complete = h_complete,
@@ -203,6 +237,7 @@ const struct mr_env_ops h_ops = {
 	.bind_recv = h_bind_recv,
 	.execute = h_execute,
 	.lookup_qp = h_lookup,
+	.cookie = h_cookie_op,
 };
 
 struct h_net *h_net_new(const struct mr_conn_cfg *cfg, u64 memlen, u64 seed,
@@ -227,6 +262,8 @@ struct h_net *h_net_new(const struct mr_conn_cfg *cfg, u64 memlen, u64 seed,
 		h->memlen = memlen;
 		h->mem = calloc(1, memlen);
 		h->rkey = H_RKEY_BASE + i;
+		/* Not from n->rng: the links' randomness stays as it was. */
+		h->cookie_key[0] = (seed + i + 1) * 0x9e3779b97f4a7c15ull | 1;
 		assert(h->mem);
 		if (mr_conn_init(&h->conn, cfg, h->segs, &h_ops, h,
 				 i ? epoch_b : epoch_a, seed + i, 0))
@@ -450,6 +487,19 @@ static void h_deliver(struct h_net *n, struct h_pkt *p)
 	}
 	}
 	mr_conn_rx_done(&h->conn, &hd, &rx, st, 0, n->now);
+}
+
+void h_inject(struct h_net *n, int dst, const u8 *buf, u32 len)
+{
+	struct h_pkt *p = malloc(sizeof(*p) + len);
+
+	assert(p);
+	memcpy(p->data, buf, len);
+	p->len = len;
+	p->dst = dst;
+	p->ce = 0;
+	p->at = n->now;
+	h_enqueue(n, p);
 }
 
 static void h_kick(struct h_net *n, int hi)

@@ -80,6 +80,8 @@ struct h_host {
 	int qp_err_status[H_MAX_QPS];	/* last qp_error() status, or 0 */
 	u64 drops[MR_DROP_NR_REASONS];
 	u64 decode_drops;
+	/* the device's cookie secrets: [0] current, [1] previous (0: none) */
+	u64 cookie_key[2];
 };
 
 struct h_pkt {
@@ -142,6 +144,16 @@ int h_run(struct h_net *n, u64 deadline_ns);
 /* Run for @ns of simulated time. */
 void h_run_for(struct h_net *n, u64 ns);
 int h_all_done(struct h_net *n);
+/*
+ * Deliver a datagram of @len bytes to host @dst at the current time, as if
+ * it came from the other host's address: what an attacker who can send
+ * from (or spoof) that address does. It is not sent by an engine.
+ */
+void h_inject(struct h_net *n, int dst, const u8 *buf, u32 len);
 u64 h_rand(struct h_net *n);
+/* Replace host @h's cookie secret (the previous one stays valid). */
+void h_cookie_rotate(struct h_net *n, int h);
+/* The cookie host @h mints for @epoch (ops->cookie). */
+u64 h_cookie(struct h_host *h, u32 epoch, int prev);
 
 #endif /* MR_TEST_HARNESS_H */

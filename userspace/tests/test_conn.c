@@ -138,22 +138,60 @@ static void test_epoch(void)
 	struct mr_conn_cfg cfg;
 	struct ep *e;
 	struct mr_hdr h;
-	u32 from;
-	int r, i;
+	u32 from, i, resets;
+	int r;
 
 	mr_conn_cfg_default(&cfg);
 	e = receiver(&cfg);
 	ep_hdr_nop(e, &h, 0, PEER, PEER);
 	h.flags = 0;
 	r = ep_rx(e, &h, 0);
+	i = (u32)ep_last(e, MR_OP_RESET);
 	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
 	       e->c.rx_epoch == 0, "no SYN: an unknown epoch is not adopted");
+	tap_ok(e->ntx == 1 && i == 0 && e->tx[0].h.reset_epoch == PEER &&
+	       e->tx[0].h.cookie == ep_cookie(e, PEER, 0) && e->tx[0].ctrl &&
+	       e->c.stats[MR_ST_TX_RESETS] == 1,
+	       "it draws a challenge at once: a RESET naming the epoch, with our cookie for it, in the control class");
 	mr_conn_rx_flush(&e->c, e->now + 1 * MS);
 	tap_ok(ep_count(e, 0, MR_OP_ACK) == 0, "no ACK before the peer's epoch is known");
-	h.flags = MR_F_SYN;
+	/* a hello: SYN, no cookie yet */
+	ep_hdr_nop(e, &h, 0, PEER + 1, PEER);
+	h.cookie = 0;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && !e->c.rx_epoch && e->ntx == 1,
+	       "a SYN without a cookie is not adopted; the same epoch is not challenged again within rto_min / 2");
+	e->now += cfg.rto_min_ns / 2;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && !e->c.rx_epoch && e->ntx == 2 &&
+	       e->tx[1].h.opcode == MR_OP_RESET &&
+	       e->tx[1].h.cookie == e->tx[0].h.cookie,
+	       "rto_min / 2 later it is challenged again, with the same cookie");
+	h.cookie = ep_cookie(e, PEER, 0) ^ 1;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && !e->c.rx_epoch,
+	       "a SYN with a wrong cookie is not adopted");
+	h.epoch = 0x6666;
+	h.cookie = ep_cookie(e, PEER, 0);
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && !e->c.rx_epoch && e->ntx == 3 &&
+	       e->tx[2].h.reset_epoch == 0x6666 &&
+	       e->tx[2].h.cookie == ep_cookie(e, 0x6666, 0) &&
+	       e->tx[2].h.cookie != ep_cookie(e, PEER, 0),
+	       "a cookie is good for its epoch only: another epoch is challenged for its own");
+	/* a PROBE without SYN is smaller than a RESET: no challenge */
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_PROBE;
+	h.epoch = 0x7001;
+	h.psn = 0x7001;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && e->ntx == 3,
+	       "a 20-byte PROBE of an unknown epoch draws no 32-byte challenge");
+	ep_hdr_nop(e, &h, 0, PEER + 1, PEER);
 	r = ep_rx(e, &h, 0);
 	tap_ok(r == MR_RXA_NONE && e->c.rx_epoch == PEER &&
-	       e->c.dsn_cum == PEER + 1, "a SYN packet's epoch is adopted");
+	       e->c.dsn_cum == PEER + 1,
+	       "a SYN with our cookie for its epoch is adopted");
 	/* a new epoch (peer restarted) while the old one is live */
 	from = e->ntx;
 	e->now += cfg.epoch_quiet_ns / 2;
@@ -163,8 +201,8 @@ static void test_epoch(void)
 	r = ep_rx(e, &h, 0);
 	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
 	       e->c.rx_epoch == PEER,
-	       "a new epoch's SYN within epoch_quiet_ns of live traffic is dropped");
-	ep_hdr_nop(e, &h, 0, PEER + 1, PEER + 1);
+	       "a new epoch's proven SYN within epoch_quiet_ns of live traffic is dropped");
+	ep_hdr_nop(e, &h, 0, PEER + 2, PEER + 1);
 	ep_rx(e, &h, 0);
 	e->now += cfg.epoch_quiet_ns - 1;
 	ep_hdr_nop(e, &h, 1, 0x5555, 0x5555);
@@ -175,34 +213,34 @@ static void test_epoch(void)
 	       "live traffic restarts the quiet time");
 	mr_conn_rx_flush(&e->c, e->now);
 	tap_ok(ep_count(e, from, MR_OP_RESET) == 0,
-	       "a SYN that echoes our epoch, held back by the quiet time, draws no RESET");
+	       "a proven SYN held back by the quiet time draws no challenge");
 	e->now += 1;
-	h.syn_echo = e->c.epoch + 1;
-	r = ep_rx(e, &h, 0);
+	h.cookie = 0;
 	from = e->ntx;
-	mr_conn_rx_flush(&e->c, e->now);
-	i = ep_last(e, MR_OP_RESET);
+	r = ep_rx(e, &h, 0);
+	i = (u32)ep_last(e, MR_OP_RESET);
 	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
-	       e->c.rx_epoch == PEER && i >= (int)from &&
+	       e->c.rx_epoch == PEER && i >= from &&
 	       e->tx[i].h.reset_epoch == 0x5555 &&
+	       e->tx[i].h.cookie == ep_cookie(e, 0x5555, 0) &&
 	       e->tx[i].h.epoch == e->c.epoch,
-	       "after the quiet time, a SYN that does not echo our epoch is refused and draws a RESET that tells ours");
-	h.syn_echo = e->c.epoch;
+	       "after the quiet time, an unproven SYN is refused and challenged");
+	h.cookie = EP_COOKIE;
 	r = ep_rx(e, &h, 0);
 	tap_ok(r == MR_RXA_NONE && e->c.rx_epoch == 0x5555 &&
 	       e->c.dsn_cum == 0x5556 && !e->c.rpath[0].active &&
 	       e->c.rpath[1].base == 0x5556,
-	       "after epoch_quiet_ns of silence the new epoch replaces it, receive state reset");
+	       "after epoch_quiet_ns of silence a proven new epoch replaces it, receive state reset");
 	/* the old epoch is stale now */
-	ep_hdr_nop(e, &h, 0, PEER + 2, PEER + 2);
+	ep_hdr_nop(e, &h, 0, PEER + 3, PEER + 2);
 	h.flags = 0;
 	r = ep_rx(e, &h, 0);
 	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
 	       e->c.rx_epoch == 0x5555, "packets of the replaced epoch are dropped");
-	ep_hdr_nop(e, &h, 0, PEER + 3, PEER + 3);
+	ep_hdr_nop(e, &h, 0, PEER + 4, PEER + 2);
 	r = ep_rx(e, &h, 0);
 	tap_ok(r == MR_RXA_DROP && e->c.rx_epoch == 0x5555,
-	       "even with SYN, while the new epoch is live");
+	       "even with SYN and its cookie, while the new epoch is live");
 	/* the peer's epoch in an ACK_REQ: unsequenced packets never adopt */
 	ep_free(e);
 
@@ -213,11 +251,38 @@ static void test_epoch(void)
 	h.src_qpn = EP_PEER_QPN(0);
 	r = ep_rx(e, &h, 0);
 	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
-	       !e->c.rx_epoch, "an ACK_REQ cannot establish an epoch");
+	       !e->c.rx_epoch && !e->ntx,
+	       "an ACK_REQ cannot establish an epoch, and draws no challenge");
+	ep_free(e);
+
+	/* secrets are replaced: the last one still counts, not the one before */
+	e = receiver(&cfg);
+	ep_hdr_nop(e, &h, 0, PEER, PEER);
+	h.cookie = ep_cookie(e, PEER, 0);
+	e->cookie_key[1] = e->cookie_key[0];
+	e->cookie_key[0] ^= 0x1111;
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_NONE && e->c.rx_epoch == PEER,
+	       "a cookie minted under the previous secret is still good");
+	ep_free(e);
+	e = receiver(&cfg);
+	ep_hdr_nop(e, &h, 0, PEER, PEER);
+	h.cookie = ep_cookie(e, PEER, 0);
+	e->cookie_key[1] = e->cookie_key[0] ^ 0x2222;
+	e->cookie_key[0] ^= 0x1111;
+	resets = (u32)e->c.stats[MR_ST_TX_RESETS];
+	r = ep_rx(e, &h, 0);
+	tap_ok(r == MR_RXA_DROP && !e->c.rx_epoch &&
+	       e->c.stats[MR_ST_TX_RESETS] == resets + 1 &&
+	       e->tx[e->ntx - 1].h.cookie == ep_cookie(e, PEER, 0),
+	       "one minted two secrets ago is refused, and a fresh one sent");
 	ep_free(e);
 }
 
-/* After a quiet time, a forged SYN in epoch 0x7777 from the peer's address. */
+/*
+ * After a quiet time, a forged SYN in epoch 0x7777 from the peer's address,
+ * with the cookie for it: an on-path attacker, who saw our challenge.
+ */
 static void forged_syn(struct ep *e, const struct mr_conn_cfg *cfg)
 {
 	struct mr_hdr h;
@@ -327,50 +392,94 @@ static void test_syn_cleared(void)
 	ep_free(e);
 }
 
-/* A sender's SYNs echo the peer's epoch, learned from its ACKs and RESETs. */
-static void test_syn_echo(void)
+/*
+ * A new sender sends only its hello until the receiver's challenge comes;
+ * then its SYNs carry the cookie (protocol.rst, 7.2).
+ */
+static void test_challenge(void)
 {
-	struct ep *e = sender(1);
+	struct ep *e = sender(2);
 	struct mr_hdr h;
 	struct mr_ack a;
 	u32 from, i, ok = 1;
 	int r;
 
-	e->c.syn = 1;	/* a fresh connection */
+	e->c.syn = 1;	/* a fresh connection: no cookie yet */
+	e->c.cookie = 0;
 	ep_post(e, 0, MR_WR_WRITE, 4 * 1024, 1);
 	ep_tx(e);
-	tap_ok(e->tx[0].h.syn_echo == 0 && e->tx[3].h.syn_echo == 0,
-	       "before hearing from the peer, SYNs echo 0");
+	tap_ok(e->ntx == 1 && e->tx[0].h.opcode == MR_OP_PROBE &&
+	       (e->tx[0].h.flags & MR_F_SYN) && !e->tx[0].h.cookie &&
+	       e->tx[0].h.syn_dsn == e->c.epoch && e->tx[0].ctrl,
+	       "without a cookie, a sender sends only its hello: a PROBE with SYN and cookie 0, in the control class");
+	ep_tx(e);
+	tap_ok(e->ntx == 1, "one hello at a time");
+	/* the timers until the hello's path times out (the QP's come first) */
+	for (i = 0; i < 20 && e->c.path[e->tx[0].path].una == e->tx[0].h.psn;
+	     i++) {
+		e->now = mr_conn_next_timer(&e->c);
+		mr_conn_timer(&e->c, e->now);
+	}
+	ep_tx(e);
+	tap_ok(e->ntx == 2 && e->tx[1].h.opcode == MR_OP_PROBE &&
+	       (e->tx[1].h.flags & MR_F_SYN) && !e->tx[1].h.cookie,
+	       "a hello lost to a timeout is sent again");
 	memset(&h, 0, sizeof(h));
 	h.opcode = MR_OP_RESET;
 	h.epoch = 0xbeef0001;
 	h.reset_epoch = e->c.epoch + 1;
+	h.cookie = 0xabcdef0123456789ull;
 	r = ep_rx(e, &h, 0);
+	ep_tx(e);
 	tap_ok(r == MR_RXA_DROP && e->last_rx.reason == MR_DROP_EPOCH &&
-	       !e->c.peer_epoch && !e->c.rtx_cnt,
-	       "a RESET naming another epoch is dropped and teaches nothing");
+	       !e->c.cookie && e->ntx == 2,
+	       "a challenge naming another epoch is dropped and teaches nothing");
 	h.reset_epoch = e->c.epoch;
-	ep_rx(e, &h, 0);
+	r = ep_rx(e, &h, 0);
 	from = e->ntx;
 	ep_tx(e);
 	for (i = from; i < e->ntx; i++)
-		if (!(e->tx[i].h.flags & MR_F_SYN) ||
-		    e->tx[i].h.syn_echo != 0xbeef0001)
+		if (e->tx[i].h.opcode != MR_OP_WRITE ||
+		    !(e->tx[i].h.flags & MR_F_SYN) ||
+		    e->tx[i].h.cookie != 0xabcdef0123456789ull)
 			ok = 0;
-	tap_ok(ok && e->ntx - from == 4 && e->c.peer_epoch == 0xbeef0001,
-	       "a RESET naming our epoch teaches the peer's: everything in flight is resent echoing it (%u resent)",
-	       e->ntx - from);
+	tap_ok(r == MR_RXA_NONE && ok && e->ntx - from == 4 &&
+	       e->c.cookie == 0xabcdef0123456789ull &&
+	       e->c.inflight == 4 * (WIRE + MR_SYN_LEN),
+	       "the challenge for our epoch: the data goes out with SYN and its cookie, the hello is forgotten (%u sent, inflight %u)",
+	       e->ntx - from, e->c.inflight);
 	ep_rx(e, &h, 0);
 	from = e->ntx;
 	ep_tx(e);
 	tap_ok(e->ntx == from && e->c.stats[MR_ST_RX_RESETS] == 2,
-	       "the same RESET again while SYN is set resends nothing");
+	       "the same challenge again while SYN is set resends nothing");
+	h.cookie = 0x1122334455667788ull;
+	ep_rx(e, &h, 0);
+	ok = 1;
+	from = e->ntx;
+	ep_tx(e);
+	for (i = from; i < e->ntx; i++)
+		if (e->tx[i].h.cookie != 0x1122334455667788ull)
+			ok = 0;
+	tap_ok(ok && e->ntx - from == 4,
+	       "a new cookie (the receiver replaced its secret): everything in flight is resent with it");
 	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 0, 4, (u32)e->now);
+	ep_ack_sent(e, &a, 0, from, (u32)e->now);
+	ep_ack_sent(e, &a, 1, from, (u32)e->now);
 	ep_rx_ack(e, &a);
-	tap_ok(!e->c.syn && e->c.peer_epoch == e->peer_epoch,
-	       "an ACK for our epoch clears SYN and gives the peer's epoch (%#x)",
-	       e->c.peer_epoch);
+	ep_post(e, 0, MR_WR_WRITE, 1024, 2);
+	from = e->ntx;
+	ep_tx(e);
+	tap_ok(!e->c.syn && e->ntx == from + 1 &&
+	       !(e->tx[from].h.flags & MR_F_SYN),
+	       "an ACK for our epoch clears SYN: no cookie on later packets");
+	ep_rx(e, &h, 0);
+	from = e->ntx;
+	ep_tx(e);
+	tap_ok(e->c.syn && e->ntx == from + 1 &&
+	       (e->tx[from].h.flags & MR_F_SYN) &&
+	       e->tx[from].h.cookie == 0x1122334455667788ull,
+	       "a challenge after that (the receiver lost its state) sets SYN again and resends");
 	ep_free(e);
 }
 
@@ -1063,6 +1172,7 @@ static void test_xmit_fail(void)
 static void test_cfg(void)
 {
 	struct mr_conn_cfg d, c;
+	struct mr_env_ops no_cookie;
 	struct mr_conn conn;
 	struct mr_seg segs[16];
 	int bad = 0, n = 0;
@@ -1119,11 +1229,14 @@ static void test_cfg(void)
 
 	c = d;
 	c.seg_wnd = 16;
+	no_cookie = h_ops;
+	no_cookie.cookie = NULL;
 	tap_ok(mr_conn_init(&conn, &c, segs, &h_ops, NULL, 0, 1, 0) < 0 &&
 	       mr_conn_init(&conn, &c, NULL, &h_ops, NULL, 1, 1, 0) < 0 &&
 	       mr_conn_init(&conn, &c, segs, NULL, NULL, 1, 1, 0) < 0 &&
+	       mr_conn_init(&conn, &c, segs, &no_cookie, NULL, 1, 1, 0) < 0 &&
 	       mr_conn_init(&conn, &c, segs, &h_ops, NULL, 1, 1, 0) == 0,
-	       "mr_conn_init rejects epoch 0, no segment table, no ops");
+	       "mr_conn_init rejects epoch 0, no segment table, no ops, no cookie callback");
 }
 
 static void test_reconfigure(void)
@@ -1239,7 +1352,7 @@ int main(void)
 	test_epoch();
 	test_epoch_restored();
 	test_syn_cleared();
-	test_syn_echo();
+	test_challenge();
 	test_ack_coalescing();
 	test_ack_qp_blocks();
 	test_ack_ports();

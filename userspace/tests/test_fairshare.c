@@ -311,6 +311,7 @@ static int rx_probe(struct ep *e, u32 flags, u32 n, int ce)
 	h.flags = (u16)(MR_F_ACKREQ | flags);
 	h.epoch = e->peer_epoch;
 	h.syn_dsn = e->peer_epoch;
+	h.cookie = EP_COOKIE;
 	h.psn = e->peer_epoch + n;
 	h.tsval = (u32)e->now;
 	return ep_rx(e, &h, ce);
@@ -383,13 +384,14 @@ static void test_announce_tx(void)
 	h.opcode = MR_OP_RESET;
 	h.epoch = 0xbeef0001;
 	h.reset_epoch = e->c.epoch;
+	h.cookie = 0xbeef0001beef0001ull;
 	ep_rx(e, &h, 0);
 	from = e->ntx;
 	ep_tx(e);
 	pi = ep_last(e, MR_OP_PROBE);
 	tap_ok(pi == (int)from && e->tx[pi].ctrl &&
 	       (e->tx[pi].h.flags & MR_F_SYN) &&
-	       e->tx[pi].h.syn_echo == 0xbeef0001 &&
+	       e->tx[pi].h.cookie == 0xbeef0001beef0001ull &&
 	       e->c.stats[MR_ST_TX_ANNOUNCE] == 2,
 	       "after a RESET naming our epoch, the resent data is announced again");
 	ep_free(e);

@@ -846,6 +846,11 @@ static int fake_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *pkt)
 	return 0;
 }
 
+static u64 fake_cookie(void *env, struct mr_conn *c, u32 epoch, int prev)
+{
+	return prev ? 0 : epoch | 1ull << 40;
+}
+
 /*
  * @npaths paths over @hops next hops, for 100 connection seeds: in how
  * many is every next hop taken by npaths / hops paths exactly.
@@ -856,6 +861,7 @@ static u32 route_even(u32 npaths, u32 hops)
 	static struct mr_conn c;
 	static const struct mr_env_ops ops = {
 		.xmit = fake_xmit, .route_key = fake_route,
+		.cookie = fake_cookie,
 	};
 	struct mr_conn_cfg cfg;
 	u32 seed, i, even = 0;
@@ -883,8 +889,11 @@ static void test_route_spread(void)
 	static struct mr_conn c, plain;
 	static const struct mr_env_ops ops = {
 		.xmit = fake_xmit, .route_key = fake_route,
+		.cookie = fake_cookie,
 	};
-	static const struct mr_env_ops ops_plain = { .xmit = fake_xmit };
+	static const struct mr_env_ops ops_plain = {
+		.xmit = fake_xmit, .cookie = fake_cookie,
+	};
 	struct mr_conn_cfg cfg;
 	u32 n[5] = { 0 }, i, ok = 1, same = 0;
 	u64 old;

@@ -960,7 +960,8 @@ static void test_set_error_detach(void)
 	h_connect(n, 0, 1, 2);
 	for (i = 0; i < 3; i++)
 		h_post(n, 0, 0, MR_WR_WRITE, 0, 100000, 0x100000, 0);
-	h_run_for(n, 3 * US);	/* a window sent, nothing acknowledged */
+	/* the first contact's round trip, then a window sent, nothing acked */
+	h_run_for(n, 13 * US);
 	mr_qp_set_error(&n->host[0].qps[0].qp, n->now);
 	ok = 1;
 	for (i = 0; i < 3; i++)

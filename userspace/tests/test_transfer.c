@@ -122,8 +122,8 @@ static void read_atomic_test(u32 loss_ppm, const char *name)
 /*
  * Host B restarts (a new connection object, new epoch, new QP) while host
  * A's connection lives on with its SYN long cleared: B answers A's
- * packets with RESET, A announces its epoch again (SYN with its data
- * base) and the transfer completes.
+ * packets with a challenge (RESET), A announces its epoch again (SYN with
+ * its data base and B's cookie) and the transfer completes.
  */
 static void restart_test(u32 loss_ppm, const char *name)
 {
@@ -168,9 +168,9 @@ static void restart_test(u32 loss_ppm, const char *name)
 
 /*
  * Host A (the sender) restarts while B's view of A's old epoch is live: A's
- * new epoch cannot echo B's epoch yet, so B refuses its SYNs and answers
- * with a RESET, which tells A B's epoch; A's SYNs then echo it and B adopts
- * the new epoch once the old one has been quiet for epoch_quiet_ns.
+ * new epoch has no cookie yet, so A sends its hello, B refuses it and
+ * challenges A; A's SYNs then carry B's cookie and B adopts the new epoch
+ * once the old one has been quiet for epoch_quiet_ns.
  */
 static void sender_restart_test(const char *name)
 {
@@ -204,8 +204,8 @@ static void sender_restart_test(const char *name)
 	tap_ok(ok && b->conn.rx_epoch == 0xa0a0 &&
 	       b->conn.stats[MR_ST_TX_RESETS] &&
 	       a->conn.stats[MR_ST_RX_RESETS] &&
-	       a->conn.peer_epoch == b->conn.epoch,
-	       "%s: B takes A's new epoch once A echoes B's, learned from a RESET (RESETs %llu/%llu)",
+	       a->conn.cookie == h_cookie(b, 0xa0a0, 0),
+	       "%s: B takes A's new epoch once A answers B's challenge (RESETs %llu/%llu)",
 	       name, (unsigned long long)b->conn.stats[MR_ST_TX_RESETS],
 	       (unsigned long long)a->conn.stats[MR_ST_RX_RESETS]);
 	tap_ok(same(n, 0, 65536, 1, (4u << 20) + 65536, 65536),
@@ -218,9 +218,10 @@ static void sender_restart_test(const char *name)
  * flows for longer than epoch_quiet_ns and a forged SYN with another epoch
  * arrives at B from A's address.
  *
- * Off path (@knows_epoch 0), the forger cannot echo B's epoch: B refuses
- * the SYN and the transfer goes on untouched. On path (@knows_epoch 1), it
- * can, and B adopts the forged epoch. A's next packets draw a RESET, A
+ * Off path (@knows_epoch 0), the forger cannot answer B's challenge: B
+ * refuses the SYN and the transfer goes on untouched. On path
+ * (@knows_epoch 1), it sees the challenge for its epoch and echoes the
+ * cookie, and B adopts the forged epoch. A's next packets draw a RESET, A
  * announces its epoch again and resends everything B has not
  * acknowledged, much of which B had placed. B must take its old window
  * back so that nothing counts twice. Either way the receive completes once,
@@ -254,7 +255,7 @@ static void forged_syn_test(int knows_epoch, const char *name)
 	h.flags = MR_F_SYN;
 	h.epoch = 0x7e7e7e7e;
 	h.syn_dsn = h.epoch;
-	h.syn_echo = knows_epoch ? b->conn.epoch : 0x5eed5eed;
+	h.cookie = knows_epoch ? h_cookie(b, h.epoch, 0) : 0x5eed5eed5eed5eedull;
 	h.dsn = h.epoch;
 	h.psn = h.epoch;
 	mr_conn_rx(&b->conn, NULL, &h, NULL, 0, n->now, &rx);
@@ -283,8 +284,8 @@ static void forged_syn_test(int knows_epoch, const char *name)
 	else
 		tap_ok(!b->conn.stats[MR_ST_RX_EPOCH_RESTORED] &&
 		       b->conn.rx_epoch == n->host[0].conn.epoch && !resets &&
-		       b->conn.drops[MR_DROP_EPOCH] == 1,
-		       "%s: B refused the SYN, A never had to resynchronise (RESETs %llu, epoch drops %llu)",
+		       b->conn.drops[MR_DROP_EPOCH] == 2,
+		       "%s: B refused the SYN (and, at first contact, A's hello), A never had to resynchronise (RESETs %llu, epoch drops %llu)",
 		       name, (unsigned long long)resets,
 		       (unsigned long long)b->conn.drops[MR_DROP_EPOCH]);
 	h_net_free(n);
@@ -308,9 +309,11 @@ static int drop_path0(struct h_net *n, int from, const u8 *pkt, u32 len,
  * through while path 0 times out. Its retransmission must leave path 0
  * (a QP once retransmitted onto it forever and failed with
  * RETRY_EXC_ERR after the retry budget, in the multiplane selftest). Each
- * message waits at most one timeout; path 0, still the first idle path,
- * takes the next messages' packets until it has timed out dead_after
- * times, and dies, since path 1 gets through between its timeouts.
+ * message waits at most one timeout (the first one also its hello's, lost
+ * on path 0 too, whose timeout starts path 0's backoff); path 0, still the
+ * first idle path, takes the next messages' packets until it has timed out
+ * dead_after times, and dies, since path 1 gets through between its
+ * timeouts.
  */
 static void failed_path_sparse_test(const char *name)
 {

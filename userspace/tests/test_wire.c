@@ -145,10 +145,12 @@ static void mk(struct mr_hdr *h, u8 op, u16 flags)
 		h->inv_rkey = 0x05060708;
 	if (flags & MR_F_SYN) {
 		h->syn_dsn = 0x0badf00d;
-		h->syn_echo = 0xec40ec40;
+		h->cookie = 0xc00c1e00ec40ec40ull;
 	}
-	if (op == MR_OP_RESET)
+	if (op == MR_OP_RESET) {
 		h->reset_epoch = 0x55667788;
+		h->cookie = 0x0102030405060708ull;
+	}
 }
 
 static int hdr_eq(const struct mr_hdr *a, const struct mr_hdr *b)
@@ -164,7 +166,7 @@ static int hdr_eq(const struct mr_hdr *a, const struct mr_hdr *b)
 	       a->ssn == b->ssn && a->imm == b->imm &&
 	       a->inv_rkey == b->inv_rkey && a->swap_add == b->swap_add &&
 	       a->compare == b->compare && a->orig == b->orig &&
-	       a->syn_dsn == b->syn_dsn && a->syn_echo == b->syn_echo &&
+	       a->syn_dsn == b->syn_dsn && a->cookie == b->cookie &&
 	       a->reset_epoch == b->reset_epoch &&
 	       a->qkey == b->qkey;
 }
@@ -442,8 +444,11 @@ static void test_version_opcode(void)
 	mut_from(&m, &h);
 	m.buf[O_VER] = 0;
 	expect(mut_dec(&m), -MR_DROP_BAD_VERSION, "version 0");
-	m.buf[O_VER] = 2;
-	expect(mut_dec(&m), -MR_DROP_BAD_VERSION, "version 2");
+	m.buf[O_VER] = 1;
+	expect(mut_dec(&m), -MR_DROP_BAD_VERSION,
+	       "version 1 (SYNs prove nothing: not spoken any more)");
+	m.buf[O_VER] = 3;
+	expect(mut_dec(&m), -MR_DROP_BAD_VERSION, "version 3");
 	m.buf[O_VER] = MR_WIRE_VERSION;
 	for (op = 0; op < 256; op++) {
 		int got, is_known = 0;
@@ -1095,6 +1100,42 @@ static void test_names(void)
 	tap_ok(!bad, "every drop reason and opcode has a name; others are unknown");
 }
 
+/*
+ * The challenge words: a SYN's cookie is the last 8 bytes of its header
+ * (0 is a hello's); a RESET carries its Unknown Epoch and a cookie that is
+ * never 0.
+ */
+static void test_cookie_words(void)
+{
+	u8 buf[BUFSZ];
+	struct mr_hdr h, d;
+	int len, hl, bad = 0;
+	u32 op;
+
+	for (op = MR_OP_WRITE; op <= MR_OP_PROBE; op++) {
+		mk(&h, (u8)op, MR_F_SYN);
+		len = enc(buf, &h);
+		hl = (int)mr_wire_hlen((u8)op, MR_F_SYN);
+		bad += len < hl || mr_get64(buf + hl - 8) != h.cookie ||
+		       mr_get32(buf + hl - 12) != h.syn_dsn;
+		h.cookie = 0;
+		len = enc(buf, &h);
+		bad += mr_wire_decode(buf, (u32)len, &d, NULL) != hl ||
+		       d.cookie != 0;
+	}
+	tap_ok(!bad, "SYN: the DSN word then the 8-byte cookie end the header; cookie 0 decodes");
+	mk(&h, MR_OP_RESET, 0);
+	len = enc(buf, &h);
+	tap_ok(len == 32 && mr_get32(buf + 20) == h.reset_epoch &&
+	       mr_get64(buf + 24) == h.cookie,
+	       "RESET: Unknown Epoch at 20, cookie at 24, 32 bytes");
+	memset(buf + 24, 0, 8);
+	expect(dec(buf, (u32)len), -MR_DROP_BAD_FIELD, "RESET with cookie 0");
+	h.cookie = 0;
+	tap_ok(mr_wire_encode(buf, BUFSZ, &h) == -MR_DROP_BAD_FIELD,
+	       "the encoder refuses a RESET without a cookie");
+}
+
 static void test_hlen_table(void)
 {
 	int bad = 0;
@@ -1103,13 +1144,14 @@ static void test_hlen_table(void)
 	bad += mr_wire_hlen(MR_OP_WRITE, MR_F_IMM) != 64;
 	bad += mr_wire_hlen(MR_OP_WRITE, MR_F_IMM | MR_F_SYN) !=
 	       MR_DATA_HLEN_MAX;
-	bad += MR_DATA_HLEN_MAX != 72 || MR_HLEN_MAX != 84;
-	bad += mr_wire_hlen(MR_OP_READ_RESP, MR_F_SYN) != 52;
-	bad += mr_wire_hlen(MR_OP_PROBE, MR_F_SYN) != 28;
+	bad += MR_DATA_HLEN_MAX != 76 || MR_HLEN_MAX != 88;
+	bad += MR_WIRE_VERSION != 2 || MR_SYN_LEN != 12;
+	bad += mr_wire_hlen(MR_OP_READ_RESP, MR_F_SYN) != 56;
+	bad += mr_wire_hlen(MR_OP_PROBE, MR_F_SYN) != 32;
 	bad += mr_wire_hlen(MR_OP_SEND, MR_F_INV) != 52;
 	bad += mr_wire_hlen(MR_OP_CMP_SWAP, 0) != 76;
 	bad += mr_wire_hlen(MR_OP_CMP_SWAP, MR_F_SYN) != MR_HLEN_MAX;
-	bad += mr_wire_hlen(MR_OP_RESET, 0) != 24;
+	bad += mr_wire_hlen(MR_OP_RESET, 0) != 32;
 	bad += mr_wire_hlen(MR_OP_NOP, 0) != 44;
 	bad += mr_wire_hlen(MR_OP_PROBE, 0) != 20;
 	bad += mr_wire_hlen(MR_OP_ACK, 0) != 36;
@@ -1123,6 +1165,7 @@ int main(void)
 {
 	tap_start();
 	test_hlen_table();
+	test_cookie_words();
 	test_roundtrip();
 	test_roundtrip_payload_bytes();
 	test_ack_roundtrip();

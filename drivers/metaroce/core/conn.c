@@ -82,7 +82,7 @@ int mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg,
 {
 	u32 i;
 
-	if (mr_conn_cfg_check(cfg) || !epoch || !segs || !ops)
+	if (mr_conn_cfg_check(cfg) || !epoch || !segs || !ops || !ops->cookie)
 		return -1;
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
@@ -149,7 +149,7 @@ static int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
 		if (c->syn) {
 			h->flags |= MR_F_SYN;
 			h->syn_dsn = c->dsn_una;
-			h->syn_echo = c->peer_epoch;
+			h->cookie = c->cookie;
 		}
 	}
 	hlen = mr_wire_encode(buf, sizeof(buf), h);
@@ -446,19 +446,15 @@ static int mr_conn_wnd_shut(const struct mr_conn *c)
 }
 
 /*
- * Before the first data of its epoch (and again after a RESET), a sender
- * announces itself to the receiver's fair share with a PROBE, which has
- * SYN and so goes in the control class, ahead of the data (section 7.20).
- * Returns the packets sent: 1, or 0 if it has to wait.
+ * A PROBE with SYN on @path: the hello of a sender without a cookie, or
+ * its announcement to the receiver's fair share (section 7.20). It goes in
+ * the control class, ahead of any data. Returns the packets sent: 1, or 0
+ * if it has to wait.
  */
-static int mr_conn_announce(struct mr_conn *c, u64 now)
+static int mr_conn_syn_probe(struct mr_conn *c, int path, u64 now)
 {
 	struct mr_hdr h;
-	int path;
 
-	if (mr_conn_wnd_shut(c))
-		return 0;
-	path = mr_pick_path(c, -1);
 	if (path < 0)
 		return 0;
 	memset(&h, 0, sizeof(h));
@@ -469,9 +465,39 @@ static int mr_conn_announce(struct mr_conn *c, u64 now)
 	/* Its round trip skipped the data's queues: not an RTT sample. */
 	c->path[path].ann = 1;
 	c->path[path].ann_psn = c->path[path].nxt - 1;
-	c->announce = 0;
 	mr_stat(c, MR_ST_TX_ANNOUNCE, 1);
 	return 1;
+}
+
+/*
+ * Before the first data of its epoch (and again after a RESET), a sender
+ * announces itself to the receiver's fair share.
+ */
+static int mr_conn_announce(struct mr_conn *c, u64 now)
+{
+	if (mr_conn_wnd_shut(c) || !mr_conn_syn_probe(c, mr_pick_path(c, -1),
+						      now))
+		return 0;
+	c->announce = 0;
+	return 1;
+}
+
+/*
+ * A sender that has no cookie for its epoch yet (a new connection) sends
+ * nothing but its hello, a PROBE with SYN whose cookie is 0, until the
+ * receiver's challenge arrives (section 7.2): anything else would be
+ * dropped. One hello at a time: the next goes when its path declares it
+ * lost (a timeout, so with the path's backoff), on the next path in the
+ * rotation of control packets, so that a failed route does not keep it.
+ */
+static int mr_conn_hello(struct mr_conn *c, u64 now)
+{
+	u32 i;
+
+	for (i = 0; i < c->npaths; i++)
+		if (c->path[i].una != c->path[i].nxt)
+			return 0;
+	return mr_conn_syn_probe(c, mr_ctrl_path(c), now);
 }
 
 int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
@@ -479,9 +505,14 @@ int mr_conn_tx(struct mr_conn *c, u64 now, int budget)
 	int sent = 0, over;
 
 	mr_conn_host_sync(c);
-	if (c->announce && c->syn && budget > 0 &&
-	    (c->rtx_cnt || !mr_list_empty(&c->active)))
+	if (c->syn && !c->cookie) {
+		if (budget > 0 && (c->rtx_cnt || !mr_list_empty(&c->active)))
+			sent = mr_conn_hello(c, now);
+		budget = 0;
+	} else if (c->announce && c->syn && budget > 0 &&
+		   (c->rtx_cnt || !mr_list_empty(&c->active))) {
 		sent += mr_conn_announce(c, now);
+	}
 	while (sent < budget) {
 		struct mr_seg *s;
 		int path;
@@ -778,7 +809,6 @@ static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_hdr *h,
 	mr_stat(c, MR_ST_RX_ACKS, 1);
 	c->ack_last = now;
 	c->syn = 0;
-	c->peer_epoch = h->epoch;
 	if (ack->rate_hint != c->rate_hint) {
 		c->rate_hint = ack->rate_hint;
 		mr_conn_clamp(c);
@@ -808,10 +838,11 @@ static void mr_conn_rx_ack(struct mr_conn *c, const struct mr_hdr *h,
 }
 
 /*
- * The peer does not know our epoch (it restarted or dropped its state), or
- * cannot adopt it yet because our SYNs did not echo its own epoch: announce
- * our data window again with SYN, now echoing the epoch this RESET came
- * from, and resend what is in flight, which it dropped.
+ * The peer's challenge for our epoch: it does not know the epoch (we are
+ * new, or it restarted or dropped its state) and asks us to prove that we
+ * receive at our address and port. Announce the data window again with
+ * SYN, now with the cookie, and resend what is in flight, which it
+ * dropped. The same cookie again while SYN is set changes nothing.
  */
 static void mr_conn_rx_reset_req(struct mr_conn *c, const struct mr_hdr *h,
 				 u64 now, struct mr_rx *rx)
@@ -821,25 +852,75 @@ static void mr_conn_rx_reset_req(struct mr_conn *c, const struct mr_hdr *h,
 		return;
 	}
 	mr_stat(c, MR_ST_RX_RESETS, 1);
-	if (!c->syn || c->peer_epoch != h->epoch) {
+	if (!c->syn || c->cookie != h->cookie) {
 		c->syn = 1;
 		c->announce = (u8)c->cfg.announce;
-		c->peer_epoch = h->epoch;
+		c->cookie = h->cookie;
 		mr_paths_requeue(c);
 	}
 	rx->action = MR_RXA_NONE;
 }
 
-static void mr_send_reset(struct mr_conn *c, u64 now)
+/* Did we mint @cookie for @epoch, under the current or the last secret? */
+static int mr_cookie_valid(struct mr_conn *c, u32 epoch, u64 cookie)
 {
-	struct mr_hdr h;
+	u64 prev;
 
-	memset(&h, 0, sizeof(h));
-	h.opcode = MR_OP_RESET;
-	h.reset_epoch = c->reset_epoch;
-	if (!mr_conn_send_ctrl(c, &h, -1, now))
-		mr_stat(c, MR_ST_TX_RESETS, 1);
-	c->reset_epoch = 0;
+	if (!cookie)
+		return 0;
+	if (cookie == c->ops->cookie(c->env, c, epoch, 0))
+		return 1;
+	prev = c->ops->cookie(c->env, c, epoch, 1);
+	return prev && cookie == prev;
+}
+
+/*
+ * Challenge the sender of @h's epoch: a RESET naming the epoch, with the
+ * cookie for it, sent like every packet to the peer's MetaRoCE port, so
+ * that only the peer's device learns it. Not for a packet shorter than the
+ * RESET (a PROBE without SYN: nothing is amplified), and at most once per
+ * rto_min_ns / 2 for the same epoch in a row (the rest of a window in
+ * flight needs none).
+ */
+static void mr_challenge(struct mr_conn *c, const struct mr_hdr *h, u64 now)
+{
+	struct mr_hdr r;
+
+	if ((u32)h->hlen + h->plen < MR_BASE_HLEN + MR_RESET_LEN)
+		return;
+	if (h->epoch == c->chal_epoch &&
+	    now - c->chal_at < c->cfg.rto_min_ns / 2)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.opcode = MR_OP_RESET;
+	r.reset_epoch = h->epoch;
+	r.cookie = c->ops->cookie(c->env, c, h->epoch, 0);
+	if (!r.cookie || mr_conn_send_ctrl(c, &r, -1, now))
+		return;
+	mr_stat(c, MR_ST_TX_RESETS, 1);
+	c->chal_epoch = h->epoch;
+	c->chal_at = now;
+}
+
+/*
+ * May @h, whose epoch is not the current one, make its epoch current
+ * (section 7.2)? Only a sequenced packet with SYN whose cookie proves
+ * that its sender receives at the peer's address and port, and only once
+ * the current epoch, if any, has been quiet for epoch_quiet_ns. A
+ * sequenced packet without that proof draws a challenge.
+ */
+static int mr_epoch_adoptable(struct mr_conn *c, const struct mr_hdr *h,
+			      u64 now)
+{
+	int seq = mr_op_sequenced(h->opcode);
+
+	if (seq && (h->flags & MR_F_SYN) &&
+	    mr_cookie_valid(c, h->epoch, h->cookie))
+		return !c->rx_epoch ||
+		       now - c->rx_last >= c->cfg.epoch_quiet_ns;
+	if (seq)
+		mr_challenge(c, h, now);
+	return 0;
 }
 
 void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
@@ -865,23 +946,7 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 		return;
 	}
 	if (h->epoch != c->rx_epoch) {
-		int syn = (h->flags & MR_F_SYN) && mr_op_sequenced(h->opcode);
-		int echo = syn && h->syn_echo == c->epoch;
-
-		if (!syn || (c->rx_epoch &&
-			     (!echo || now - c->rx_last < c->cfg.epoch_quiet_ns))) {
-			/*
-			 * A sender we have no state for (we restarted, or
-			 * forgot it), or a new epoch that does not prove it
-			 * has heard from us: ask it to announce its epoch,
-			 * which also tells it ours. Not for a SYN that
-			 * echoes ours and is held back by the quiet time: it
-			 * is resent anyway.
-			 */
-			if (mr_op_sequenced(h->opcode) && !echo) {
-				c->reset_epoch = h->epoch;
-				c->ack_now = 1;
-			}
+		if (!mr_epoch_adoptable(c, h, now)) {
 			mr_drop(c, rx, MR_DROP_EPOCH);
 			return;
 		}
@@ -1037,8 +1102,6 @@ void mr_conn_rx_flush(struct mr_conn *c, u64 now)
 {
 	u32 i;
 
-	if (c->reset_epoch)
-		mr_send_reset(c, now);
 	if (!c->rx_epoch)
 		return;
 	if (!c->ack_now && c->ack_pending < c->cfg.ack_every &&

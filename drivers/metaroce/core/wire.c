@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * MetaRoCE wire format v1: encode and validating decode.
+ * MetaRoCE wire format v2: encode and validating decode.
  *
  * Everything here is stateless: a packet that fails these checks is
  * malformed whatever the receiver knows, and is dropped with the reason.
@@ -58,7 +58,7 @@ static u32 mr_wire_fixed_hlen(u8 op)
 	case MR_OP_ACK_REQ:
 		return MR_BASE_HLEN + MR_ACKREQ_HLEN;
 	case MR_OP_RESET:
-		return MR_BASE_HLEN + 4;
+		return MR_BASE_HLEN + MR_RESET_LEN;
 	case MR_OP_UD_SEND:
 		return MR_BASE_HLEN + MR_UD_HLEN;
 	default:
@@ -72,7 +72,7 @@ u32 mr_wire_hlen(u8 op, u16 flags)
 
 	if (!len)
 		return 0;
-	/* Optional words, in this order: IMM or INV, then SYN's two. */
+	/* Optional words, in this order: IMM or INV, then SYN's DSN and cookie. */
 	if (flags & (MR_F_IMM | MR_F_INV))
 		len += 4;
 	if (flags & MR_F_SYN)
@@ -338,7 +338,8 @@ int mr_wire_decode(const u8 *buf, u32 len, struct mr_hdr *h,
 		p += MR_UD_HLEN;
 	} else if (h->opcode == MR_OP_RESET) {
 		h->reset_epoch = mr_get32(p);
-		if (!h->reset_epoch)
+		h->cookie = mr_get64(p + 4);
+		if (!h->reset_epoch || !h->cookie)
 			return -MR_DROP_BAD_FIELD;
 	}
 	if (h->flags & MR_F_IMM)
@@ -349,7 +350,7 @@ int mr_wire_decode(const u8 *buf, u32 len, struct mr_hdr *h,
 		p += 4;
 	if (h->flags & MR_F_SYN) {
 		h->syn_dsn = mr_get32(p);
-		h->syn_echo = mr_get32(p + 4);
+		h->cookie = mr_get64(p + 4);
 	}
 	return (int)hlen;
 }
@@ -441,9 +442,10 @@ int mr_wire_encode(u8 *buf, u32 size, const struct mr_hdr *h)
 		mr_put32(p + 12, 0);
 		p += MR_UD_HLEN;
 	} else if (h->opcode == MR_OP_RESET) {
-		if (!h->reset_epoch)
+		if (!h->reset_epoch || !h->cookie)
 			return -MR_DROP_BAD_FIELD;
 		mr_put32(p, h->reset_epoch);
+		mr_put64(p + 4, h->cookie);
 	}
 	if (h->flags & MR_F_IMM)
 		mr_put32(p, h->imm);
@@ -453,7 +455,7 @@ int mr_wire_encode(u8 *buf, u32 size, const struct mr_hdr *h)
 		p += 4;
 	if (h->flags & MR_F_SYN) {
 		mr_put32(p, h->syn_dsn);
-		mr_put32(p + 4, h->syn_echo);
+		mr_put64(p + 4, h->cookie);
 	}
 	return (int)hlen;
 }
