@@ -801,12 +801,13 @@ def cmd_forge(args):
     end = time.monotonic() + args.seconds
     forged_probe(epoch)
     forged_send()
+    # The first strike is out: hijack waits for this line.
+    print(f"forged_epoch {epoch}", flush=True)
     while time.monotonic() < end:
         time.sleep(args.interval / 1000)
         forged_probe(epoch)		# keep its epoch alive
         forged_probe(random.getrandbits(32) | 1)	# and try fresh ones
         forged_send()
-    print(f"forged_epoch {epoch}")
     print(f"forged_sends {sends}")
     print(f"sent {f.sent}")
 
@@ -865,14 +866,28 @@ def cmd_hijack(args):
         "--msn", "0", "--seconds", str(args.seconds), "forge"]
     forger = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
-    time.sleep(0.5)		# it strikes first
+    # It strikes first: wait for its first packets, and see what B made
+    # of them.
+    head = []
+    while True:
+        line = forger.stdout.readline()
+        if not line:
+            sys.exit("hostile.py: the forger ended before striking:\n" +
+                     "".join(head))
+        head.append(line)
+        if line.startswith("forged_epoch "):
+            forged = int(line.split()[1])
+            break
+    time.sleep(0.2)
+    rx = peer_entry(args.b_dev, args.src, args.dst)
+    adopted = rx is not None and int(rx.get("rx_epoch", "0"), 16) == forged
     t0 = time.monotonic()
     a.connect(b)
     post_send(a, 1000)
     a_wc = a.completions(1, timeout=args.seconds + 20, must=False)
     took = time.monotonic() - t0
     out, _ = forger.communicate(timeout=args.seconds + 60)
-    for line in out.splitlines():
+    for line in "".join(head).splitlines() + out.splitlines():
         print(f"forger: {line}")
     if forger.returncode:
         sys.exit(f"hostile.py: the forger failed ({forger.returncode})")
@@ -889,6 +904,7 @@ def cmd_hijack(args):
     tx = peer_entry(args.a_dev, args.dst, args.src)
     real = rx is not None and tx is not None and \
         int(rx.get("rx_epoch", "0"), 16) == int(tx.get("epoch", "1"), 16)
+    print(f"b_adopted_forged {int(adopted)}")
     print(f"a_send_status {a_wc[0][1] if a_wc else -1}")
     print(f"a_send_ms {int(took * 1000)}")
     print(f"b_receives {len(recvs)}")

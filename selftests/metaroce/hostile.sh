@@ -317,6 +317,8 @@ hijacked() {
 	mr_log "$name: forger sent $sent ($(rec "$name.forger" forged_sends) SENDs);" \
 		"B: drop_epoch +$dropped, challenges (resets_tx) +$resets;" \
 		"A's SEND took $(rec "$name" a_send_ms) ms"
+	assert_eq "$name: B took the forger's epoch at its first strike" 0 \
+		"$(rec "$name" b_adopted_forged)"
 	# enum ibv_wc_status: IBV_WC_SUCCESS is 0.
 	assert_eq "$name: status of A's SEND" 0 "$(rec "$name" a_send_status)"
 	assert_eq "$name: forged SEND landed in B's receive" 0 \
