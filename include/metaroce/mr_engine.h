@@ -610,13 +610,16 @@ struct mr_conn {
 	u32 hint_out;		/* fair share granted to the peer, Mbit/s */
 	u32 hint_sent;		/* hint_out in the last ACK sent; 0 none */
 	u8 rx_fresh;		/* announced in the current meter period */
+	u8 rx_first;		/* one reading since it became active */
 	u8 fs_new;		/* announced: for the caller to clear */
 	u64 rx_meter_bytes;	/* bytes since mr_conn_rx_rate() */
 	u64 rx_meter_ce;
 	u64 rx_meter_pkts;
 	u64 rx_meter_start;
 	u32 rx_demand;		/* smoothed arrival rate, Mbit/s; 0: inactive */
-	u32 rx_quiet;		/* meter periods since the last arrival */
+	u32 rx_quiet;		/* meter readings since the last arrival */
+	u32 rx_gap;		/* ns per packet, at the last reading with some */
+	u64 rx_arrival_at;	/* that reading */
 	struct mr_list dirty;
 	struct mr_rpath rpath[MR_MAX_PATHS];
 
@@ -667,14 +670,21 @@ int mr_conn_idle(const struct mr_conn *c);
  */
 void mr_conn_host_detach(struct mr_conn *c);
 /*
- * Receive-side arrival rate since the previous call (Mbit/s), and CE
- * fraction in @ce_permille. Each call also updates c->rx_demand, the rate
- * smoothed over calls (gain 1/MR_FS_GAIN) so that a sender whose share is
- * less than a packet per call still counts, 0 once nothing has arrived for
- * MR_FS_HOLD calls: the demand the fair-share allocator sees.
+ * Receive-side arrival rate since the previous reading with arrivals
+ * (Mbit/s; 0 if nothing arrived since), and CE fraction in @ce_permille.
+ * Each call also updates c->rx_demand, the demand the fair-share allocator
+ * sees: the rates of the readings with arrivals, smoothed (gain
+ * 1/MR_FS_GAIN); it stands through readings without arrivals and drops to
+ * 0 once nothing has arrived for MR_FS_HOLD readings and MR_FS_HOLD_GAPS
+ * times the sender's spacing (c->rx_gap: the time between its two last
+ * readings with arrivals, per packet, at most MR_FS_GAP_MAX_NS), so that a
+ * sender with a packet every several readings (one of many) keeps its
+ * demand, at its rate (protocol.rst, 7.20).
  */
-#define MR_FS_GAIN	4
-#define MR_FS_HOLD	8
+#define MR_FS_GAIN		4
+#define MR_FS_HOLD		8
+#define MR_FS_HOLD_GAPS		4
+#define MR_FS_GAP_MAX_NS	100000000
 u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille);
 /*
  * The demand of a connection whose sender announced itself (protocol
@@ -716,12 +726,17 @@ void mr_qp_set_error(struct mr_qp *qp, u64 now);
 /* Detach from the connection (before destroy/reset); idempotent. */
 void mr_qp_detach(struct mr_qp *qp);
 
-/* Receiver fair share (max-min water filling). */
+/*
+ * Receiver fair share (max-min water filling): the level over @n demands,
+ * into every share[i]. O(n log n); connections with demand 0 do not count,
+ * so a caller may leave them out (protocol.rst, 7.20).
+ */
 void mr_fairshare(u32 capacity, const u32 *demand, u32 n, u32 *share);
 
 struct mr_fs_dev {
 	u32 capacity;		/* configured receive capacity, Mbit/s */
 	u32 estimate;		/* current capacity estimate, Mbit/s */
+	u32 level;		/* the share of the last run, Mbit/s */
 	u32 ce_thresh;		/* CE permille that means congestion */
 };
 
@@ -745,10 +760,22 @@ void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
  * without reading the meters: what a receiver runs between its periods
  * when a sender announced itself (c->fs_new).
  */
-void mr_fs_share(const struct mr_fs_dev *d, const u32 *demand, u32 n,
-		 u32 *share);
+void mr_fs_share(struct mr_fs_dev *d, const u32 *demand, u32 n, u32 *share);
 /* mr_fs_share() over @n connections' demands, and set their hints. */
-void mr_fs_reshare(const struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
+void mr_fs_reshare(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
 		   u32 *demand, u32 *share);
+/*
+ * The active set. A caller need only run the fair share over its active
+ * connections: those with a demand. A connection joins when something
+ * arrives while it is not in the set (mr_conn_rx() counted it: its
+ * rx_meter_pkts is non-zero, or the arrival was an announcement and set
+ * fs_new): mr_fs_join() restarts its meter at @since, the device's last
+ * full run (as if it had been read there, as the others were), and gives
+ * it the level of the last run. It leaves when a full run
+ * (mr_conn_rx_rate()) leaves its rx_demand at 0: that takes MR_FS_HOLD
+ * runs without an arrival. So a run costs O(a log a) for a active
+ * senders, whatever the number of connections.
+ */
+void mr_fs_join(const struct mr_fs_dev *d, struct mr_conn *c, u64 since);
 
 #endif /* METAROCE_MR_ENGINE_H */

@@ -183,6 +183,7 @@ static void conn_kick(struct sconn *sc)
 	conn_resched(sc);
 }
 
+/* @sc's peer has become an active sender to @h: it joins the fair share. */
 static void fs_add(struct host *h, struct sconn *sc)
 {
 	if (h->fs_n == h->fs_cap) {
@@ -196,19 +197,30 @@ static void fs_add(struct host *h, struct sconn *sc)
 		assert(h->fs_conns && h->fs_demand && h->fs_share);
 	}
 	sc->fs_idx = h->fs_n;
+	sc->fs_on = 1;
 	h->fs_conns[h->fs_n++] = &sc->c;
-	if (S->cfg.fs_enable && !h->fs_armed) {
-		h->fs_armed = 1;
-		ev_push(S->now + S->cfg.fs_period_ns, EV_FS, h);
-	}
+	mr_fs_join(&h->fs, &sc->c, h->fs_full_at);
 }
 
 static void fs_del(struct host *h, struct sconn *sc)
 {
-	struct sconn *last = (struct sconn *)h->fs_conns[--h->fs_n];
+	struct sconn *last;
 
+	if (!sc->fs_on)
+		return;
+	last = (struct sconn *)h->fs_conns[--h->fs_n];
 	h->fs_conns[sc->fs_idx] = &last->c;
 	last->fs_idx = sc->fs_idx;
+	sc->fs_on = 0;
+}
+
+/* The host's fair share runs while it has a connection. */
+static void fs_arm(struct host *h)
+{
+	if (S->cfg.fs_enable && !h->fs_armed) {
+		h->fs_armed = 1;
+		ev_push(S->now + S->cfg.fs_period_ns, EV_FS, h);
+	}
 }
 
 static u32 rand_epoch(void)
@@ -242,13 +254,15 @@ static struct sconn *conn_get(struct host *h, u32 peer)
 	sc->timer_at = MR_U64_MAX;
 	sc->gc_queued = 0;
 	sc->live = 1;
+	sc->fs_on = 0;
 	if (mr_conn_init(&sc->c, &S->cfg.mr, sc->segs, &sx_ops, sc,
 			 rand_epoch(), sim_rand(), S->now)) {
 		fprintf(stderr, "mrsim: bad engine configuration\n");
 		exit(2);
 	}
 	h->conn_of[peer] = sc;
-	fs_add(h, sc);
+	h->nconns++;
+	fs_arm(h);
 	if (++S->conns_live > S->conns_peak)
 		S->conns_peak = S->conns_live;
 	return sc;
@@ -262,6 +276,7 @@ static void conn_put(struct sconn *sc)
 	for (i = 0; i < MR_ST_MAX; i++)
 		S->mr_stats[i] += sc->c.stats[i];
 	sc->h->conn_of[sc->peer] = NULL;
+	sc->h->nconns--;
 	fs_del(sc->h, sc);
 	sc->live = 0;
 	sc->next_free = S->cfree;
@@ -379,10 +394,13 @@ static void post_more(struct flow *f)
 	struct mr_wr wr;
 
 	while (f->posted < f->bytes && f->out < f->max_out &&
+	       (!f->paced || f->posted < f->allow) &&
 	       mr_qp_can_post(&q->qp)) {
 		memset(&wr, 0, sizeof(wr));
 		wr.len = (u32)(f->bytes - f->posted < f->msg ?
 			       f->bytes - f->posted : f->msg);
+		if (f->paced && f->allow - f->posted < wr.len)
+			wr.len = (u32)(f->allow - f->posted);
 		wr.cookie = f->posted;
 		wr.opcode = MR_WR_WRITE;
 		wr.raddr = f->posted;
@@ -423,6 +441,16 @@ static void run_posts(void)
 		post_more(f);
 		conn_kick(f->sq->sc);
 	}
+}
+
+void mr_flow_allow(struct flow *f, u64 bytes)
+{
+	f->allow += bytes;
+	if (!f->sq || f->done)
+		return;
+	post_more(f);
+	conn_kick(f->sq->sc);
+	run_posts();
 }
 
 void mr_flow_start(struct flow *f)
@@ -482,6 +510,10 @@ void mr_deliver(struct host *h, struct pkt *p)
 	if (hd.opcode != MR_OP_ACK)
 		qp = sx_lookup(sc, &sc->c, hd.dst_qpn);
 	mr_conn_rx(&sc->c, qp, &hd, &ack, p->ce, S->now, &rx);
+	/* Something arrived: the sender is active, if it was not. */
+	if (!sc->fs_on && S->cfg.fs_enable &&
+	    (sc->c.rx_meter_pkts || sc->c.fs_new))
+		fs_add(h, sc);
 	switch (rx.action) {
 	case MR_RXA_NONE:
 		break;
@@ -540,13 +572,25 @@ static void fs_push(struct host *h)
 
 void mr_fs_ev(struct host *h)
 {
-	if (!h->fs_n || !S->cfg.fs_enable) {
+	u32 i;
+
+	if (!h->nconns || !S->cfg.fs_enable) {
 		h->fs_armed = 0;
 		return;
 	}
 	mr_fs_run(&h->fs, h->fs_conns, h->fs_n,
 		  h->fs_demand, h->fs_share, S->now);
+	h->fs_full_at = S->now;
+	h->fs_runs++;
+	h->fs_visits += h->fs_n;
 	fs_push(h);
+	/* Senders without a demand any more leave until they send again. */
+	for (i = h->fs_n; i-- > 0;) {
+		struct sconn *sc = (struct sconn *)h->fs_conns[i];
+
+		if (!sc->c.rx_demand)
+			fs_del(h, sc);
+	}
 	ev_push(S->now + S->cfg.fs_period_ns, EV_FS, h);
 }
 
@@ -567,9 +611,14 @@ void mr_stats_total(u64 *st)
 
 	memcpy(st, S->mr_stats, sizeof(S->mr_stats));
 	for (i = 0; i < S->nhosts; i++)
-		for (j = 0; j < S->hosts[i].fs_n; j++)
+		for (j = 0; j < S->nhosts; j++) {
+			const struct sconn *sc = S->hosts[i].conn_of[j];
+
+			if (!sc)
+				continue;
 			for (k = 0; k < MR_ST_MAX; k++)
-				st[k] += S->hosts[i].fs_conns[j]->stats[k];
+				st[k] += sc->c.stats[k];
+		}
 }
 
 void mr_sim_init(void)

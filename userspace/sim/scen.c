@@ -3,12 +3,14 @@
  * mrsim: the standard scenarios, their metrics and the smoke test.
  *
  *   mrsim [-o DIR] [-q] SCENARIO...   loss planes plane_fail incast alltoall
+ *                                     many (1000 senders into one)
  *   mrsim smoke                       small versions as a TAP test
  *
  * Every scenario prints "SIM scenario=... transport=... key=value ..."
  * lines on stdout and, with -o, writes DIR/<scenario>.tsv (and time series
  * used by the plots).
  */
+#include <stdint.h>
 #include <string.h>
 #include <stdarg.h>
 #include <math.h>
@@ -1124,6 +1126,120 @@ static void scen_alltoall(void)
 		fclose(t);
 }
 
+/*
+ * Scenario: a receiver's fair share with many senders ----------------------
+ *
+ * N senders into one receiver (one leaf), each an application that hands
+ * its flow a 4 KiB message every MANY_EVERY (50 Mbit/s, all of them 50 %
+ * of the receiver's link: no queue, no loss), with random phases. The
+ * receiver's fair share must count every one of them (each in its active
+ * set and told its level), at the rate it sends, though each sends a
+ * packet every 160 runs of the fair share; at T1 all but K stop, and soon
+ * the receiver's runs must read only those K, not N (protocol.rst 7.20,
+ * engine.rst).
+ */
+#define MANY_EVERY	(655 * US)
+
+struct many_res {
+	u32 active_t1;		/* the receiver's active set at T1 */
+	u32 told_t1;		/* ... those told the current level */
+	u32 dem_lo, dem_hi;	/* their demands, Mbit/s */
+	double visits_t1;	/* connections read per run, last 1 ms to T1 */
+	u32 active_end;		/* ... at the end */
+	double visits_end;	/* ... per run, last 1 ms */
+	u32 conns_end;		/* the receiver's connections at the end */
+	u64 drops;
+	u64 qp_errors;
+};
+
+static struct {
+	u32 n, k;
+	struct flow **f;
+	u64 stop;
+} many;
+
+static void many_tick(void *arg)
+{
+	struct flow *f = arg;
+
+	if (S->now >= many.stop && f->id >= many.k)
+		return;
+	mr_flow_allow(f, 4096);
+	sim_at(S->now + MANY_EVERY, many_tick, f);
+}
+
+static void many_look(struct host *h, struct many_res *r)
+{
+	u32 i;
+
+	r->active_t1 = h->fs_n;
+	r->dem_lo = ~0u;
+	r->dem_hi = 0;
+	for (i = 0; i < h->fs_n; i++) {
+		const struct mr_conn *c = h->fs_conns[i];
+
+		r->told_t1 += c->hint_out == h->fs.level;
+		r->dem_lo = c->rx_demand < r->dem_lo ? c->rx_demand : r->dem_lo;
+		r->dem_hi = c->rx_demand > r->dem_hi ? c->rx_demand : r->dem_hi;
+	}
+}
+
+static void run_many(u32 N, u32 K, struct many_res *r)
+{
+	struct sim_cfg c;
+	struct host *h;
+	u64 t1 = 8 * MS, end = 16 * MS, runs, visits;
+	u32 i;
+
+	memset(r, 0, sizeof(*r));
+	fabric_cfg(&c, 1, 1, N + 1, 0);
+	c.seed = 61 + N + seed_shift();
+	sim_new(&c);
+	h = &S->hosts[N];
+	memset(&many, 0, sizeof(many));
+	many.n = N;
+	many.k = K;
+	many.stop = t1;
+	many.f = calloc(N, sizeof(*many.f));
+	for (i = 0; i < N; i++) {
+		u64 at = sim_rand() % MANY_EVERY;
+
+		many.f[i] = flow_new(i, N, 1ull << 40, 4096, at, PROTO_MR);
+		many.f[i]->paced = 1;
+		sim_at(at, many_tick, many.f[i]);
+	}
+	sim_run(t1 - 1 * MS);
+	runs = h->fs_runs;
+	visits = h->fs_visits;
+	sim_run(t1);
+	many_look(h, r);
+	r->visits_t1 = (double)(h->fs_visits - visits) /
+		       (double)(h->fs_runs - runs ? h->fs_runs - runs : 1);
+	sim_run(end - 1 * MS);
+	runs = h->fs_runs;
+	visits = h->fs_visits;
+	sim_run(end);
+	r->active_end = h->fs_n;
+	r->visits_end = (double)(h->fs_visits - visits) /
+			(double)(h->fs_runs - runs ? h->fs_runs - runs : 1);
+	r->conns_end = h->nconns;
+	r->drops = link_drops();
+	r->qp_errors = S->qp_errors;
+	free(many.f);
+	sim_free(S);
+}
+
+static void scen_many(void)
+{
+	struct many_res r;
+
+	run_many(1000, 10, &r);
+	printf("SIM scenario=many_senders transport=metaroce senders=1000 kept=10 active_t1=%u told_t1=%u demand_mbps=%u..%u visits_per_run_t1=%.1f active_end=%u visits_per_run_end=%.1f conns=%u drops=%llu qp_errors=%llu\n",
+	       r.active_t1, r.told_t1, r.dem_lo, r.dem_hi, r.visits_t1,
+	       r.active_end, r.visits_end, r.conns_end,
+	       (unsigned long long)r.drops, (unsigned long long)r.qp_errors);
+}
+
 /* Smoke test -------------------------------------------------------------- */
 
 static int tap_n, tap_fail;
@@ -1152,7 +1268,7 @@ static int smoke(void)
 	double cap = 8 * 100.0 * 4096 / (4096 + 60 + SIM_L1_L4);
 
 	quick = 1;
-	printf("TAP version 13\n1..12\n");
+	printf("TAP version 13\n1..15\n");
 	run_loss(PROTO_MR, 0, &l0);
 	tap(l0.gbps >= 0.85 * cap && !l0.retx,
 	    "loss: lossless goodput %.1f Gb/s >= 85%% of %.1f, no retransmission",
@@ -1213,6 +1329,23 @@ static int smoke(void)
 		    "alltoall 32 hosts, 3 seeds: every flow done, mean %.3f x ideal",
 		    sum / 3);
 	}
+	{
+		struct many_res mr;
+
+		run_many(1000, 10, &mr);
+		tap(mr.active_t1 == 1000 && mr.told_t1 == 1000 &&
+		    mr.dem_lo >= 25 && mr.dem_hi <= 100 && !mr.drops &&
+		    !mr.qp_errors,
+		    "1000 senders -> 1, a packet each every 160 runs: all 1000 counted and told the level, at their rate (%u told; demands %u..%u Mbit/s of 51)",
+		    mr.told_t1, mr.dem_lo, mr.dem_hi);
+		tap(mr.visits_t1 >= 990,
+		    "1000 senders -> 1: the receiver's runs read all of them (%.1f per run)",
+		    mr.visits_t1);
+		tap(mr.conns_end == 1000 && mr.active_end == 10 &&
+		    mr.visits_end <= 10.5,
+		    "990 of them stop: the runs read the 10 that go on, not the %u connections (%u active, %.1f per run)",
+		    mr.conns_end, mr.active_end, mr.visits_end);
+	}
 	printf("# %d tests, %d failed\n", tap_n, tap_fail);
 	return tap_fail ? 1 : 0;
 }
@@ -1220,7 +1353,7 @@ static int smoke(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: mrsim [-o DIR] [-q] loss|planes|plane_fail|incast|alltoall|all...\n"
+		"usage: mrsim [-o DIR] [-q] loss|planes|plane_fail|incast|alltoall|many|all...\n"
 		"       mrsim smoke\n");
 	exit(2);
 }
@@ -1259,6 +1392,9 @@ int main(int argc, char **argv)
 			any = 1;
 		} else if (!strcmp(a, "alltoall")) {
 			scen_alltoall();
+			any = 1;
+		} else if (!strcmp(a, "many")) {
+			scen_many();
 			any = 1;
 		} else {
 			usage();

@@ -125,6 +125,8 @@ struct flow {
 	u64 t_done;		/* sender completion of the last message */
 	u64 t_rdone;		/* last byte placed at the receiver */
 	u32 out;		/* messages in flight */
+	u8 paced;		/* the application hands over bytes in time: */
+	u64 allow;		/* what it has handed over so far */
 	u64 bin_rcvd;		/* for samplers */
 	/* MetaRoCE */
 	struct sqp *sq, *rq;
@@ -151,6 +153,7 @@ struct sconn {
 	u32 peer;
 	u32 nqp;		/* attached QPs */
 	u32 fs_idx;		/* index in the host's fair-share list */
+	u8 fs_on;		/* in it: an active sender to the host */
 	u64 timer_at;		/* time of the live timer event */
 	u8 gc_queued;
 	u8 live;
@@ -162,14 +165,21 @@ struct host {
 	u32 id;
 	struct link *up[SIM_MAX_PLANES];
 	struct sconn **conn_of;	/* peer -> connection, NULL if none */
-	/* receiver fair share */
+	/*
+	 * Receiver fair share, over the active senders only (protocol.rst
+	 * 7.20): those with arrivals since their demand was last 0.
+	 */
 	struct mr_fs_dev fs;
 	struct mr_conn **fs_conns;	/* each the first member of a sconn */
 	u32 fs_n, fs_cap;
 	u32 *fs_demand, *fs_share;
+	u32 nconns;		/* live connections: the runs go on while any */
 	u8 fs_armed;
 	u8 fs_kicked;		/* an EV_FS_KICK is pending */
 	u64 fs_last;		/* last run or reshare */
+	u64 fs_full_at;		/* last run that read the meters */
+	u64 fs_runs;		/* runs that read the meters */
+	u64 fs_visits;		/* connections they read */
 	u64 rx_data;		/* payload bytes placed */
 	u64 drop_noconn;
 	u64 decode_drops;
@@ -290,6 +300,8 @@ void sim_debug_flow(struct flow *f);
 
 /* mr.c */
 void mr_flow_start(struct flow *f);
+/* A paced application hands @bytes more over to flow @f. */
+void mr_flow_allow(struct flow *f, u64 bytes);
 void mr_deliver(struct host *h, struct pkt *p);
 void mr_conn_timer_ev(struct sconn *sc);
 void mr_fs_ev(struct host *h);

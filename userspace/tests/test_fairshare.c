@@ -145,6 +145,104 @@ static void test_level_random(void)
 	tap_ok(!bad, "2000 random demand sets: one level, never over capacity, no slack left");
 }
 
+/*
+ * The water level as the definition has it: mark every demand below the
+ * level (with the 1/8 margin) as served, recompute the level over the
+ * rest, until nothing changes; O(n^2) at worst. mr_fairshare() must agree
+ * with it exactly.
+ */
+static u32 ref_level(u32 capacity, const u32 *demand, u32 n, u8 *served)
+{
+	u64 remaining = capacity, step;
+	u32 i, k = 0, active, level = 0, top = 0;
+	int changed;
+
+	for (i = 0; i < n; i++) {
+		served[i] = !demand[i];
+		k += !!demand[i];
+		top = demand[i] > top ? demand[i] : top;
+	}
+	active = k;
+	do {
+		changed = 0;
+		if (!k)
+			break;
+		level = (u32)(remaining / k);
+		for (i = 0; i < n; i++) {
+			if (served[i] || (u64)demand[i] + demand[i] / 8 >= level)
+				continue;
+			served[i] = 1;
+			remaining -= demand[i];
+			k--;
+			changed = 1;
+		}
+	} while (changed);
+	if (k)
+		level = (u32)(remaining / k);
+	else if (active) {
+		step = remaining / active;
+		if (step < top / 8 + 1)
+			step = top / 8 + 1;
+		level = (u32)(top + (step < remaining ? step : remaining));
+	} else {
+		level = capacity;
+	}
+	return level ? level : 1;
+}
+
+/* Sizes past any fixed table, against the definition. */
+static void test_level_large(void)
+{
+	static u32 d[4000], share[4000];
+	static u8 served[4000];
+	static const u32 sizes[] = { 1, 2, 127, 128, 129, 1000, 4000 };
+	u64 x = 0x2545f4914f6cdd1dull;
+	u32 s, t, i, bad = 0, runs = 0;
+
+	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (t = 0; t < 50; t++) {
+			u32 n = sizes[s], cap, want;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			cap = 1 + (u32)(x % 1000000);
+			for (i = 0; i < n; i++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				/* zeros, small, around the fair share, huge */
+				switch (x & 3) {
+				case 0:
+					d[i] = 0;
+					break;
+				case 1:
+					d[i] = (u32)((x >> 8) % (cap / n + 1));
+					break;
+				case 2:
+					d[i] = (u32)((x >> 8) % (3 * (cap / n) + 2));
+					break;
+				default:
+					d[i] = t & 1 ? MR_FS_DEMAND_NEW :
+					       (u32)(x >> 32);
+					break;
+				}
+			}
+			want = ref_level(cap, d, n, served);
+			mr_fairshare(cap, d, n, share);
+			runs++;
+			if (!all_eq(share, n, want)) {
+				if (bad++ < 3)
+					tap_diag("n %u cap %u: %u, the definition %u",
+						 n, cap, share[0], want);
+			}
+		}
+	}
+	tap_ok(!bad,
+	       "%u demand sets of 1 to 4000 senders: the sorted water level is the definition's, exactly",
+	       runs);
+}
+
 /* A connection whose receive meter saw @mbps (CE share @ce_pm) over 1 ms. */
 static void meter(struct ep *e, u32 mbps, u32 ce_pm)
 {
@@ -261,29 +359,29 @@ static void test_demand(void)
 	meter(e, 800, 0);
 	tap_ok(mr_conn_rx_rate(&e->c, e->now, NULL) == 800 &&
 	       e->c.rx_demand == 800, "a new sender's demand is its first rate");
-	e->c.rx_meter_start = e->now - 1 * MS;
-	tap_ok(mr_conn_rx_rate(&e->c, e->now, NULL) == 0 &&
-	       e->c.rx_demand == 800 - 800 / MR_FS_GAIN,
-	       "a period without arrivals pulls it down by 1/%u (%u)",
-	       MR_FS_GAIN, e->c.rx_demand);
-	for (i = 2; i < MR_FS_HOLD; i++) {
-		e->c.rx_meter_start = e->now - 1 * MS;
-		mr_conn_rx_rate(&e->c, e->now, NULL);
-		if (!e->c.rx_demand)
+	for (i = 1; i < MR_FS_HOLD; i++) {
+		e->now += 1 * MS;
+		if (mr_conn_rx_rate(&e->c, e->now, NULL) ||
+		    e->c.rx_demand != 800)
 			ok = 0;
 	}
-	tap_ok(ok, "it stays active for %u empty periods", MR_FS_HOLD - 1);
-	e->c.rx_meter_start = e->now - 1 * MS;
+	tap_ok(ok, "it stands, unchanged, through %u empty periods",
+	       MR_FS_HOLD - 1);
+	e->now += 1 * MS;
 	mr_conn_rx_rate(&e->c, e->now, NULL);
 	tap_ok(!e->c.rx_demand && e->c.rx_quiet == MR_FS_HOLD,
-	       "and is dropped at the %uth", MR_FS_HOLD);
+	       "and is dropped at the %uth (its spacing, 1 ms / 1000, is long past)",
+	       MR_FS_HOLD);
 
-	/* 400 kB every 5 periods of 1 ms: 3200 Mbit/s in one, 640 average */
+	/*
+	 * 400 kB every 5 periods of 1 ms: each reading with arrivals spans
+	 * the 5 ms since the last one: 640 Mbit/s, not 3200 in one period
+	 */
 	for (i = 0; i < 100; i++) {
-		e->c.rx_meter_start = e->now - 1 * MS;
+		e->now += 1 * MS;
 		if (i % 5 == 0) {
-			e->c.rx_meter_bytes = 400000;
-			e->c.rx_meter_pkts = 1;
+			e->c.rx_meter_bytes += 400000;
+			e->c.rx_meter_pkts += 1;
 		}
 		mr_conn_rx_rate(&e->c, e->now, NULL);
 		if (i >= 50) {
@@ -292,9 +390,17 @@ static void test_demand(void)
 			sum += e->c.rx_demand;
 		}
 	}
-	tap_ok(lo > 0 && hi < 3200 && sum / 50 >= 480 && sum / 50 <= 800,
-	       "arrivals in one period of 5: never inactive, about the true rate (%u..%u, mean %u of 640)",
-	       lo, hi, sum / 50);
+	tap_ok(lo >= 600 && hi <= 680 && e->c.rx_gap == 5 * MS,
+	       "arrivals in one period of 5: never inactive, at the true rate (%u..%u, mean %u of 640; spacing %u us)",
+	       lo, hi, sum / 50, e->c.rx_gap / 1000);
+	/* it stops: gone after 4 of its spacings (20 ms), not 8 periods */
+	for (i = 0; e->c.rx_demand && i < 100; i++) {
+		e->now += 1 * MS;
+		mr_conn_rx_rate(&e->c, e->now, NULL);
+	}
+	tap_ok(!e->c.rx_demand && i >= 15 && i <= 20,
+	       "when it stops, it is dropped after %u x its spacing (%u ms)",
+	       MR_FS_HOLD_GAPS, i);
 	ep_free(e);
 }
 
@@ -514,6 +620,111 @@ static void test_announce_rx(void)
 		ep_free(f[i]);
 }
 
+/* A data segment of @len bytes from the peer, its @n-th on path 0. */
+static void rx_seg(struct ep *e, u32 n, u32 len)
+{
+	struct mr_hdr h;
+
+	ep_hdr_req(e, &h, MR_OP_WRITE, 0, 0x200 + n, 0, 100 + n, 100 + n,
+		   len, 0, len);
+	if (n)
+		h.flags = 0;
+	ep_rx(e, &h, 0);
+}
+
+/*
+ * A sender far below a packet per period (one of many, or a slow one):
+ * the fair share still sees it, at its rate, for as long as it sends.
+ */
+static void test_slow_sender(void)
+{
+	struct ep *e = ep_new(NULL, 1, 100, 0);
+	u32 n, k, left = 0, lo = ~0u, hi = 0;
+	u64 quiet;
+
+	ep_qp(e, 0, NULL);
+	/* 1 KiB every 1 ms (8.4 Mbit/s with headers), read every 100 us */
+	for (n = 0; n < 40; n++) {
+		rx_seg(e, n, 1024);
+		for (k = 0; k < 10; k++) {
+			e->now += 100000;
+			mr_conn_rx_rate(&e->c, e->now, NULL);
+			left += !e->c.rx_demand;
+			if (n >= 20 && e->c.rx_demand < lo)
+				lo = e->c.rx_demand;
+			if (n >= 20 && e->c.rx_demand > hi)
+				hi = e->c.rx_demand;
+		}
+	}
+	tap_ok(left <= MR_FS_HOLD - 1,
+	       "a sender with a packet every 10 periods drops out of the fair share only before its second (%u periods out)",
+	       left);
+	tap_ok(lo >= 4 && hi <= 16,
+	       "its demand follows its rate, 8.4 Mbit/s (%u to %u over the last 20 ms)",
+	       lo, hi);
+	/* then it stops: gone 4 of its spacings after its last packet */
+	quiet = e->now;
+	while (e->c.rx_demand && e->now - quiet < 1000 * MS) {
+		e->now += 100000;
+		mr_conn_rx_rate(&e->c, e->now, NULL);
+	}
+	quiet = e->now - quiet;
+	tap_ok(!e->c.rx_demand && quiet >= 2 * MS && quiet <= 4 * MS,
+	       "when it stops, it leaves %u of its spacings after its last packet (%llu us after the last reading)",
+	       MR_FS_HOLD_GAPS,
+	       (unsigned long long)quiet / 1000);
+	ep_free(e);
+}
+
+/*
+ * The active set: a connection that comes back after runs it was not part
+ * of is measured from the device's last run, and told the current level.
+ */
+static void test_join(void)
+{
+	struct ep *e = ep_new(NULL, 1, 100, 0);
+	struct mr_fs_dev d;
+	u32 rate, i;
+
+	ep_qp(e, 0, NULL);
+	mr_fs_init(&d, 1000);
+	rx_seg(e, 0, 1024);
+	for (i = 0; i < 1000 && (!i || e->c.rx_demand); i++) {
+		e->now += 100000;
+		mr_conn_rx_rate(&e->c, e->now, NULL);
+	}
+	tap_ok(!e->c.rx_demand && e->c.rx_quiet == MR_FS_HOLD,
+	       "a sender that went quiet loses its demand: it leaves the set (after %u runs)",
+	       i);
+	/* other connections' runs, far later: the level moved */
+	{
+		const u32 r2[2] = { 300, 300 }, c2[2] = { 0, 0 };
+		const u32 d2[2] = { 300, 300 };
+		u32 s2[2];
+
+		e->now += 50 * MS;
+		mr_fs_update(&d, r2, c2, d2, 2, s2);
+		tap_ok(d.level == s2[0] && d.level == 500,
+		       "a run keeps its level for those that join (%u)", d.level);
+	}
+	rx_seg(e, 1, 1024);
+	e->c.ack_now = 0;
+	mr_fs_join(&d, &e->c, e->now - 20000);
+	tap_ok(e->c.rx_meter_start == e->now - 20000 && e->c.hint_out == 500 &&
+	       e->c.rx_meter_pkts == 1,
+	       "joining: its meter starts at the last run, its arrival still counted, the level granted");
+	e->now += 80000;
+	rate = mr_conn_rx_rate(&e->c, e->now, NULL);
+	tap_ok(rate == (1024 + 60) * 8000 / 100000 &&
+	       e->c.rx_demand == rate,
+	       "its first run measures over one period, not since it left (%u Mbit/s)",
+	       rate);
+	mr_fs_join(&d, &e->c, e->now - 5 * MS);
+	tap_ok(e->c.rx_meter_start == e->now,
+	       "a meter never restarts before its last reading");
+	ep_free(e);
+}
+
 /* A share that fell well below the last one sent goes out at once. */
 static void test_hint_push(void)
 {
@@ -547,6 +758,9 @@ int main(void)
 	test_level();
 	test_demand();
 	test_level_random();
+	test_level_large();
+	test_slow_sender();
+	test_join();
 	test_device();
 	test_update();
 	test_announce_tx();

@@ -106,6 +106,7 @@ int mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg,
 	c->idle_since = now;
 	c->ack_deadline = MR_U64_MAX;
 	c->rx_meter_start = now;
+	c->rx_arrival_at = now;
 	mr_list_init(&c->active);
 	mr_list_init(&c->busy);
 	mr_list_init(&c->waitq);
@@ -1183,35 +1184,57 @@ void mr_conn_set_hint(struct mr_conn *c, u32 mbps)
 
 u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille)
 {
-	u64 dt = now - c->rx_meter_start;
-	u32 rate = 0;
+	u64 dt = now - c->rx_meter_start, since = now - c->rx_arrival_at;
+	u32 rate;
 
-	if (dt)
-		rate = (u32)mr_min64(mr_div64(c->rx_meter_bytes * 8000, dt),
-				     0xffffffffu);
 	if (ce_permille)
 		*ce_permille = c->rx_meter_pkts ?
 			(u32)mr_div64(c->rx_meter_ce * 1000, c->rx_meter_pkts) : 0;
-	if (c->rx_meter_pkts) {
-		c->rx_quiet = 0;
-	} else if (++c->rx_quiet >= MR_FS_HOLD) {
-		c->rx_quiet = MR_FS_HOLD;
-		c->rx_demand = 0;
+	if (!c->rx_meter_pkts) {
+		/*
+		 * Nothing arrived: the meter keeps running from the last
+		 * reading with arrivals and the demand stands, until the
+		 * sender has been silent for MR_FS_HOLD readings and for
+		 * MR_FS_HOLD_GAPS of its spacing. A sender whose share is a
+		 * packet every several readings (one of many) stays counted,
+		 * and its next packet is measured over the time since its
+		 * last one: its rate, not a burst.
+		 */
+		if (c->rx_quiet < MR_FS_HOLD)
+			c->rx_quiet++;
+		if (c->rx_demand == MR_FS_DEMAND_NEW && c->rx_fresh)
+			c->rx_fresh = 0;
+		else if (c->rx_quiet >= MR_FS_HOLD &&
+			 since >= (u64)MR_FS_HOLD_GAPS * c->rx_gap)
+			c->rx_demand = 0;
+		return 0;
 	}
+	rate = dt ? (u32)mr_min64(mr_div64(c->rx_meter_bytes * 8000, dt),
+				  0xffffffffu) : 0;
+	c->rx_gap = (u32)mr_div64(mr_min64(since, MR_FS_GAP_MAX_NS),
+				  c->rx_meter_pkts);
+	c->rx_arrival_at = now;
+	c->rx_quiet = 0;
 	/*
-	 * A newly active sender starts at its measured rate; after that, the
-	 * periods without an arrival pull its demand down like the others.
-	 * An announced one keeps wanting everything through the period of
-	 * its announcement, and starts at the rate of the next period with
+	 * A newly active sender starts at its measured rate, and the next
+	 * reading with arrivals replaces it: the first one's span started
+	 * wherever its meter did, the second spans the time since the first
+	 * (a slow sender's rate, not one packet over a period). After that,
+	 * the readings pull its demand towards what they measure. An
+	 * announced sender keeps wanting everything through the reading of
+	 * its announcement, and starts at the rate of the next one with
 	 * arrivals.
 	 */
 	if (c->rx_demand == MR_FS_DEMAND_NEW) {
-		if (c->rx_fresh)
+		if (c->rx_fresh) {
 			c->rx_fresh = 0;
-		else if (c->rx_meter_pkts)
+		} else {
 			c->rx_demand = rate;
-	} else if (!c->rx_demand) {
-		c->rx_demand = c->rx_quiet ? 0 : rate;
+			c->rx_first = 1;
+		}
+	} else if (!c->rx_demand || c->rx_first) {
+		c->rx_first = !c->rx_demand;
+		c->rx_demand = rate;
 	} else if (rate >= c->rx_demand) {
 		c->rx_demand += (rate - c->rx_demand) / MR_FS_GAIN;
 	} else {

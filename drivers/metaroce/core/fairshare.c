@@ -13,35 +13,72 @@
  */
 #include "internal.h"
 
+/* Sift a[i] down the max-heap of a[0..n). */
+static void mr_heap_sift(u32 *a, u32 i, u32 n)
+{
+	for (;;) {
+		u32 l = 2 * i + 1, m = i, t;
+
+		if (l < n && a[l] > a[m])
+			m = l;
+		if (l + 1 < n && a[l + 1] > a[m])
+			m = l + 1;
+		if (m == i)
+			return;
+		t = a[i];
+		a[i] = a[m];
+		a[m] = t;
+		i = m;
+	}
+}
+
+/* Sort a[0..n) in ascending order, in place: heap sort, O(n log n). */
+static void mr_sort_u32(u32 *a, u32 n)
+{
+	u32 i, t;
+
+	for (i = n / 2; i-- > 0;)
+		mr_heap_sift(a, i, n);
+	for (i = n; i-- > 1;) {
+		t = a[0];
+		a[0] = a[i];
+		a[i] = t;
+		mr_heap_sift(a, 0, i);
+	}
+}
+
+/*
+ * The water level is found from the demands in ascending order (sorted in
+ * @share, which is scratch until the end): the smallest demands are
+ * satisfied one by one while each, with the 1/8 margin, stays below the
+ * level the rest would get; the first that does not is held at the level,
+ * and so is every larger one. Taking them one at a time raises the level
+ * after each, and a demand that passes this test passes it for every
+ * later level too, so this is the fixed point of marking every demand
+ * below the level and recomputing it until nothing changes, at O(n log n)
+ * instead of up to O(n^2).
+ */
 void mr_fairshare(u32 capacity, const u32 *demand, u32 n, u32 *share)
 {
 	u64 remaining = capacity;
-	u32 i, k = 0, active, level, top = 0;
-	int changed;
+	u32 i, k, active, level, top;
 
-	/* share[i] is used as "satisfied" marker until the end. */
-	for (i = 0; i < n; i++) {
-		share[i] = demand[i] ? 0 : 1;
-		if (demand[i])
-			k++;
-		top = mr_max32(top, demand[i]);
-	}
+	for (i = 0; i < n; i++)
+		share[i] = demand[i];
+	mr_sort_u32(share, n);
+	for (i = 0; i < n && !share[i]; i++)
+		;
+	k = n - i;
 	active = k;
-	do {
-		changed = 0;
-		if (!k)
-			break;
+	top = n ? share[n - 1] : 0;
+	for (; i < n; i++) {
 		level = (u32)mr_div64(remaining, k);
-		for (i = 0; i < n; i++) {
-			/* 1/8 margin: a sender held at the level is not "below" */
-			if (share[i] || (u64)demand[i] + demand[i] / 8 >= level)
-				continue;
-			share[i] = 1;
-			remaining -= demand[i];
-			k--;
-			changed = 1;
-		}
-	} while (changed);
+		/* 1/8 margin: a sender held at the level is not "below" */
+		if ((u64)share[i] + share[i] / 8 >= level)
+			break;
+		remaining -= share[i];
+		k--;
+	}
 	if (k) {
 		level = (u32)mr_div64(remaining, k);
 	} else if (active) {
@@ -67,6 +104,7 @@ void mr_fs_init(struct mr_fs_dev *d, u32 capacity_mbps)
 {
 	d->capacity = capacity_mbps;
 	d->estimate = capacity_mbps;
+	d->level = capacity_mbps;
 	d->ce_thresh = 50;	/* 5% of packets marked */
 }
 
@@ -92,12 +130,13 @@ static void mr_fs_estimate(struct mr_fs_dev *d, u64 total, int marked)
 	}
 }
 
-void mr_fs_share(const struct mr_fs_dev *d, const u32 *demand, u32 n,
-		 u32 *share)
+void mr_fs_share(struct mr_fs_dev *d, const u32 *demand, u32 n, u32 *share)
 {
 	mr_fairshare(d->estimate, demand, n, share);
 	if (n == 1)
 		share[0] = d->estimate;
+	/* What a connection that joins the active set is told. */
+	d->level = n ? share[0] : d->estimate;
 }
 
 /*
@@ -146,7 +185,7 @@ void mr_fs_run(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
 		mr_conn_set_hint(conns[i], share[i]);
 }
 
-void mr_fs_reshare(const struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
+void mr_fs_reshare(struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
 		   u32 *demand, u32 *share)
 {
 	u32 i;
@@ -158,4 +197,11 @@ void mr_fs_reshare(const struct mr_fs_dev *d, struct mr_conn **conns, u32 n,
 	mr_fs_share(d, demand, n, share);
 	for (i = 0; i < n; i++)
 		mr_conn_set_hint(conns[i], share[i]);
+}
+
+void mr_fs_join(const struct mr_fs_dev *d, struct mr_conn *c, u64 since)
+{
+	if (since > c->rx_meter_start)
+		c->rx_meter_start = since;
+	mr_conn_set_hint(c, d->level);
 }
