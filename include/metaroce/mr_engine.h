@@ -673,8 +673,8 @@ void mr_conn_host_detach(struct mr_conn *c);
  * Receive-side arrival rate since the previous reading with arrivals
  * (Mbit/s; 0 if nothing arrived since), and CE fraction in @ce_permille.
  * Each call also updates c->rx_demand, the demand the fair-share allocator
- * sees: the rates of the readings with arrivals, smoothed (gain
- * 1/MR_FS_GAIN); it stands through readings without arrivals and drops to
+ * sees: the rates of the readings with arrivals (at least 1: a sender that
+ * sent anything is active), smoothed (gain 1/MR_FS_GAIN); it stands through readings without arrivals and drops to
  * 0 once nothing has arrived for MR_FS_HOLD readings and MR_FS_HOLD_GAPS
  * times the sender's spacing (c->rx_gap: the time between its two last
  * readings with arrivals, per packet, at most MR_FS_GAP_MAX_NS), so that a

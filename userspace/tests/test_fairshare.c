@@ -243,12 +243,15 @@ static void test_level_large(void)
 	       runs);
 }
 
-/* A connection whose receive meter saw @mbps (CE share @ce_pm) over 1 ms. */
+/*
+ * A connection whose receive meter saw @mbps (CE share @ce_pm) over 1 ms;
+ * nothing at all for 0.
+ */
 static void meter(struct ep *e, u32 mbps, u32 ce_pm)
 {
 	e->c.rx_meter_start = e->now - 1 * MS;
 	e->c.rx_meter_bytes = (u64)mbps * 1000000 / 8000;
-	e->c.rx_meter_pkts = 1000;
+	e->c.rx_meter_pkts = mbps ? 1000 : 0;
 	e->c.rx_meter_ce = ce_pm;
 	/* a demand of exactly this rate: no history to smooth with */
 	e->c.rx_demand = 0;
@@ -277,6 +280,16 @@ static void test_device(void)
 	       c[0]->hint_out == 650 && c[1]->hint_out == 650 &&
 	       c[2]->hint_out == 650,
 	       "demands measured from the receive meters; all below the level: each told 400 + 500 / 2");
+	/* one 1 KiB packet in 1 ms is 8 Mbit/s; in 100 ms, 0.08 */
+	e[2]->c.rx_demand = 0;
+	e[2]->c.rx_meter_start = e[2]->now - 100 * MS;
+	e[2]->c.rx_meter_bytes = 1024;
+	e[2]->c.rx_meter_pkts = 1;
+	tap_ok(mr_conn_rx_rate(c[2], e[2]->now, NULL) == 0 &&
+	       c[2]->rx_demand == 1,
+	       "a sender of 0.08 Mbit/s reads as rate 0 but is active: demand 1 (%u)",
+	       c[2]->rx_demand);
+	c[2]->rx_demand = 0;
 	meter(e[0], 400, 0);
 	mr_fs_run(&d, c, 1, demand, share, e[0]->now);
 	tap_ok(c[0]->hint_out == 1000, "a lone sender is told the capacity estimate");

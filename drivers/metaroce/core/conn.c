@@ -1185,7 +1185,7 @@ void mr_conn_set_hint(struct mr_conn *c, u32 mbps)
 u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille)
 {
 	u64 dt = now - c->rx_meter_start, since = now - c->rx_arrival_at;
-	u32 rate;
+	u32 rate, want;
 
 	if (ce_permille)
 		*ce_permille = c->rx_meter_pkts ?
@@ -1216,6 +1216,12 @@ u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille)
 	c->rx_arrival_at = now;
 	c->rx_quiet = 0;
 	/*
+	 * A sender that sent anything is active, however slow: its demand is
+	 * at least 1 Mbit/s, so that it is counted and its connection told
+	 * the level (a demand of 0 would mean it left).
+	 */
+	want = mr_max32(rate, 1);
+	/*
 	 * A newly active sender starts at its measured rate, and the next
 	 * reading with arrivals replaces it: the first one's span started
 	 * wherever its meter did, the second spans the time since the first
@@ -1229,16 +1235,16 @@ u32 mr_conn_rx_rate(struct mr_conn *c, u64 now, u32 *ce_permille)
 		if (c->rx_fresh) {
 			c->rx_fresh = 0;
 		} else {
-			c->rx_demand = rate;
+			c->rx_demand = want;
 			c->rx_first = 1;
 		}
 	} else if (!c->rx_demand || c->rx_first) {
 		c->rx_first = !c->rx_demand;
-		c->rx_demand = rate;
-	} else if (rate >= c->rx_demand) {
-		c->rx_demand += (rate - c->rx_demand) / MR_FS_GAIN;
+		c->rx_demand = want;
+	} else if (want >= c->rx_demand) {
+		c->rx_demand += (want - c->rx_demand) / MR_FS_GAIN;
 	} else {
-		c->rx_demand -= (c->rx_demand - rate) / MR_FS_GAIN;
+		c->rx_demand -= (c->rx_demand - want) / MR_FS_GAIN;
 	}
 	c->rx_meter_bytes = 0;
 	c->rx_meter_ce = 0;
