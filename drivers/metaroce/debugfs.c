@@ -74,12 +74,20 @@ static int mr_peers_show(struct seq_file *m, void *unused)
 {
 	struct mr_dev *dev = m->private;
 	struct mr_peer *peer;
+	u32 active;
 	int b;
 
 	/* The shared window (protocol.rst 7.25): its target and count. */
 	seq_printf(m, "host window %u inflight %lld\n",
 		   READ_ONCE(dev->host_window),
 		   (long long)atomic64_read(&dev->tx_inflight));
+	/* The fair share (7.20): the senders it runs over, its last level. */
+	spin_lock_bh(&dev->fs_lock);
+	active = dev->fs_nactive;
+	spin_unlock_bh(&dev->fs_lock);
+	seq_printf(m, "fair share active %u level %u estimate %u capacity %u\n",
+		   active, READ_ONCE(dev->fs.level), READ_ONCE(dev->fs.estimate),
+		   READ_ONCE(dev->fs.capacity));
 	mutex_lock(&dev->peers_lock);
 	for (b = 0; b < MR_PEER_HASH; b++)
 		hlist_for_each_entry(peer, &dev->peers[b], node)

@@ -51,8 +51,6 @@
 #define MR_PEER_HASH		(1 << MR_PEER_HASH_BITS)
 /* Packets one engine transmission round may send before yielding. */
 #define MR_PEER_TX_BUDGET	64
-/* Peers whose fair share is computed together. */
-#define MR_FS_MAX		128
 
 /* Receive capacity the fair share divides, until configured (Mbit/s). */
 #define METAROCE_DEFAULT_RX_MBPS 10000
@@ -79,6 +77,19 @@ struct mr_port {
 };
 
 struct mr_net;
+
+/*
+ * What a fair-share run works on (napi.c): room for every peer of the
+ * device (the active ones are among them), grown as peers are created.
+ */
+struct mr_fs_scratch {
+	u32 cap;
+	struct mr_peer **peer;
+	u32 *rate;
+	u32 *demand;
+	u32 *ce;
+	u32 *share;
+};
 
 struct mr_dev {
 	struct ib_device ibdev;		/* first: see ib_alloc_device() */
@@ -154,16 +165,23 @@ struct mr_dev {
 	struct list_head peer_work;
 	struct mr_ack rx_ack;		/* NAPI scratch */
 
-	/* Receiver fair share, recomputed from NAPI. */
+	/*
+	 * Receiver fair share, recomputed from NAPI over the active senders:
+	 * the peers with a demand (protocol.rst 7.20), on fs_active from
+	 * their first arrival until a run finds their demand gone.
+	 * fs_active, fs_nactive and peer->fs_node are under fs_lock, taken
+	 * inside peer->lock or alone; the other fields are NAPI's.
+	 */
 	struct mr_fs_dev fs;
+	spinlock_t fs_lock;
+	struct list_head fs_active;
+	u32 fs_nactive;
+	/* Written under peers_lock, read by NAPI under RCU. */
+	struct mr_fs_scratch __rcu *fs_scratch;
 	u64 fs_next;
 	u64 fs_last;			/* last run, full or not */
+	u64 fs_full_at;			/* last run that read the meters */
 	u64 fs_kick_at;			/* earliest reshare; 0: none wanted */
-	u32 fs_rate[MR_FS_MAX];
-	u32 fs_demand[MR_FS_MAX];
-	u32 fs_ce[MR_FS_MAX];
-	u32 fs_share[MR_FS_MAX];
-	struct mr_peer *fs_peer[MR_FS_MAX];
 
 	struct dentry *debugfs;		/* debugfs.c */
 };

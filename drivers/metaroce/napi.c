@@ -13,6 +13,7 @@
 
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/log2.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
 #include <net/inet_ecn.h>
@@ -34,6 +35,8 @@
 #define MR_FS_PERIOD_NS		(100 * NSEC_PER_USEC)
 /* Between runs, an announcement reshares at most this often. */
 #define MR_FS_KICK_NS		(MR_FS_PERIOD_NS / 8)
+/* The fair share's first scratch: peers it has room for. */
+#define MR_FS_SCRATCH_MIN	16
 
 struct mr_skb_cb {
 	bool ce;
@@ -160,6 +163,87 @@ static int mr_rx_place(struct mr_dev *dev, struct mr_ibqp *qp,
 	}
 }
 
+/*
+ * The fair share's active set (protocol.rst 7.20): a peer joins at the
+ * first arrival the engine counted while it was out of the set (peer->lock
+ * held), and learns the current level; a run lets it go once its demand
+ * is gone. A run's cost follows the active senders, not the peers.
+ */
+static void mr_fs_join_peer(struct mr_dev *dev, struct mr_peer *peer)
+{
+	struct mr_conn *c = &peer->conn;
+
+	if (!peer->fs_on && !peer->dead && (c->rx_meter_pkts || c->fs_new)) {
+		spin_lock(&dev->fs_lock);
+		list_add_tail(&peer->fs_node, &dev->fs_active);
+		dev->fs_nactive++;
+		spin_unlock(&dev->fs_lock);
+		peer->fs_on = true;
+		mr_fs_join(&dev->fs, c, dev->fs_full_at);
+	}
+	/* A sender announced itself: one reshare before the next period. */
+	if (c->fs_new) {
+		c->fs_new = 0;
+		if (!dev->fs_kick_at)
+			dev->fs_kick_at = max(dev->fs_last + MR_FS_KICK_NS,
+					      ktime_get_ns());
+	}
+}
+
+void mr_fs_leave(struct mr_peer *peer)
+{
+	struct mr_dev *dev = peer->dev;
+
+	lockdep_assert_held(&peer->lock);
+	if (!peer->fs_on)
+		return;
+	spin_lock(&dev->fs_lock);
+	list_del_init(&peer->fs_node);
+	dev->fs_nactive--;
+	spin_unlock(&dev->fs_lock);
+	peer->fs_on = false;
+}
+
+static struct mr_fs_scratch *mr_fs_scratch_alloc(u32 cap)
+{
+	struct mr_fs_scratch *s;
+
+	s = kvzalloc(sizeof(*s) + (size_t)cap *
+		     (sizeof(*s->peer) + 4 * sizeof(u32)), GFP_KERNEL);
+	if (!s)
+		return NULL;
+	s->cap = cap;
+	s->peer = (struct mr_peer **)(s + 1);
+	s->rate = (u32 *)(s->peer + cap);
+	s->demand = s->rate + cap;
+	s->ce = s->demand + cap;
+	s->share = s->ce + cap;
+	return s;
+}
+
+/*
+ * Room for @peers peers in the fair share's scratch, before a new peer is
+ * hashed: the active ones, which NAPI lists there, are never more.
+ */
+int mr_fs_reserve(struct mr_dev *dev, u32 peers)
+{
+	struct mr_fs_scratch *old, *s;
+
+	lockdep_assert_held(&dev->peers_lock);
+	old = rcu_dereference_protected(dev->fs_scratch,
+					lockdep_is_held(&dev->peers_lock));
+	if (old->cap >= peers)
+		return 0;
+	s = mr_fs_scratch_alloc(roundup_pow_of_two(peers));
+	if (!s)
+		return -ENOMEM;
+	rcu_assign_pointer(dev->fs_scratch, s);
+	/* NAPI polls that may still use the old one are done after this. */
+	synchronize_net();
+	kvfree(old);
+	return 0;
+}
+
 static void mr_rx_one(struct mr_dev *dev, struct sk_buff *skb,
 		      struct list_head *touched)
 {
@@ -225,10 +309,7 @@ static void mr_rx_one(struct mr_dev *dev, struct sk_buff *skb,
 		if (qp && qp->sq_ring && !READ_ONCE(qp->sq_answered))
 			WRITE_ONCE(qp->sq_answered, true);
 	}
-	/* A sender announced itself: reshare before the next period. */
-	if (peer->conn.fs_new && !dev->fs_kick_at)
-		dev->fs_kick_at = max(dev->fs_last + MR_FS_KICK_NS,
-				      ktime_get_ns());
+	mr_fs_join_peer(dev, peer);
 	spin_unlock(&peer->lock);
 	if (qp)
 		mr_qp_put(qp);
@@ -304,52 +385,60 @@ static bool mr_service(struct mr_dev *dev)
 }
 
 /*
- * Recompute the fair-share hints the device grants its senders: every
- * MR_FS_PERIOD_NS from the meters, and in between, when a sender announced
- * itself, from the demands as they are (protocol section 7.20). A hint
- * that fell well below what a peer was last told goes out at once.
+ * Recompute the fair-share hints the device grants its active senders:
+ * every MR_FS_PERIOD_NS from the meters, and in between, when a sender
+ * announced itself, from the demands as they are (protocol section 7.20).
+ * A hint that fell well below what a peer was last told goes out at once.
+ * A full run lets the peers whose demand is gone leave the active set.
  */
 static void mr_fs_tick(struct mr_dev *dev)
 {
+	struct mr_fs_scratch *s = rcu_dereference(dev->fs_scratch);
 	struct mr_peer *peer;
 	u64 now = ktime_get_ns();
 	bool full = now >= dev->fs_next;
 	u32 n = 0, i;
-	int b;
 
 	if (!full && (!dev->fs_kick_at || now < dev->fs_kick_at))
 		return;
 	dev->fs_kick_at = 0;
 	dev->fs_last = now;
-	if (full)
+	if (full) {
 		dev->fs_next = now + MR_FS_PERIOD_NS;
-	for (b = 0; b < MR_PEER_HASH && n < MR_FS_MAX; b++) {
-		hlist_for_each_entry_rcu(peer, &dev->peers[b], node) {
-			if (n == MR_FS_MAX)
-				break;
-			spin_lock(&peer->lock);
-			if (full)
-				dev->fs_rate[n] =
-					mr_conn_rx_rate(&peer->conn, now,
-							&dev->fs_ce[n]);
-			dev->fs_demand[n] = peer->conn.rx_demand;
-			peer->conn.fs_new = 0;
-			spin_unlock(&peer->lock);
-			dev->fs_peer[n++] = peer;
-		}
+		dev->fs_full_at = now;
 	}
-	if (!n)
-		return;
-	if (full)
-		mr_fs_update(&dev->fs, dev->fs_rate, dev->fs_ce,
-			     dev->fs_demand, n, dev->fs_share);
-	else
-		mr_fs_share(&dev->fs, dev->fs_demand, n, dev->fs_share);
+	/*
+	 * The scratch has room for every peer; a peer retired since the list
+	 * was read is still there until this poll ends (RCU).
+	 */
+	spin_lock(&dev->fs_lock);
+	list_for_each_entry(peer, &dev->fs_active, fs_node) {
+		if (WARN_ON_ONCE(n == s->cap))
+			break;
+		s->peer[n++] = peer;
+	}
+	spin_unlock(&dev->fs_lock);
 	for (i = 0; i < n; i++) {
-		peer = dev->fs_peer[i];
+		peer = s->peer[i];
 		spin_lock(&peer->lock);
-		mr_conn_set_hint(&peer->conn, dev->fs_share[i]);
-		if (peer->conn.ack_now) {
+		if (full)
+			s->rate[i] = mr_conn_rx_rate(&peer->conn, now,
+						     &s->ce[i]);
+		s->demand[i] = peer->conn.rx_demand;
+		peer->conn.fs_new = 0;
+		spin_unlock(&peer->lock);
+	}
+	if (full)
+		mr_fs_update(&dev->fs, s->rate, s->ce, s->demand, n, s->share);
+	else
+		mr_fs_share(&dev->fs, s->demand, n, s->share);
+	for (i = 0; i < n; i++) {
+		peer = s->peer[i];
+		spin_lock(&peer->lock);
+		mr_conn_set_hint(&peer->conn, s->share[i]);
+		if (full && !peer->conn.rx_demand)
+			mr_fs_leave(peer);
+		if (peer->conn.ack_now && !peer->dead) {
 			mr_conn_rx_flush(&peer->conn, now);
 			mr_peer_settle(peer, 0, MR_PEER_TX_BUDGET);
 		}
@@ -387,6 +476,13 @@ static int mr_napi_poll(struct napi_struct *napi, int budget)
 
 int mr_napi_init(struct mr_dev *dev)
 {
+	struct mr_fs_scratch *s = mr_fs_scratch_alloc(MR_FS_SCRATCH_MIN);
+
+	if (!s)
+		return -ENOMEM;
+	spin_lock_init(&dev->fs_lock);
+	INIT_LIST_HEAD(&dev->fs_active);
+	RCU_INIT_POINTER(dev->fs_scratch, s);
 	dev->napi_dev = mr_alloc_dummy_netdev();
 	if (!dev->napi_dev)
 		return -ENOMEM;
@@ -401,11 +497,14 @@ int mr_napi_init(struct mr_dev *dev)
 
 void mr_napi_destroy(struct mr_dev *dev)
 {
-	if (!dev->napi_dev)
-		return;
-	napi_disable(&dev->napi);
-	netif_napi_del(&dev->napi);
-	skb_queue_purge(&dev->rxq);
-	mr_free_dummy_netdev(dev->napi_dev);
-	dev->napi_dev = NULL;
+	if (dev->napi_dev) {
+		napi_disable(&dev->napi);
+		netif_napi_del(&dev->napi);
+		skb_queue_purge(&dev->rxq);
+		mr_free_dummy_netdev(dev->napi_dev);
+		dev->napi_dev = NULL;
+	}
+	/* Every peer is gone and the poll that ran the share has stopped. */
+	kvfree(rcu_dereference_protected(dev->fs_scratch, true));
+	RCU_INIT_POINTER(dev->fs_scratch, NULL);
 }

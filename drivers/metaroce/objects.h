@@ -513,6 +513,9 @@ struct mr_peer {
 	struct list_head work_node;	/* dev->peer_work */
 	struct list_head rx_node;	/* NAPI-private: touched this poll */
 	struct mr_peer *gc_next;	/* retired, waiting for RCU; GC-private */
+	/* On dev->fs_active (a sender with a demand); fs_on under lock. */
+	struct list_head fs_node;
+	bool fs_on;
 	struct dst_cache dst[MR_MAX_PATHS];
 	u16 dst_sport[MR_MAX_PATHS];
 };
@@ -547,6 +550,10 @@ int mr_peers_reconfigure(struct mr_dev *dev, const struct mr_conn_cfg *cfg,
 
 int mr_napi_init(struct mr_dev *dev);
 void mr_napi_destroy(struct mr_dev *dev);
+/* Room in the fair share's scratch for @peers peers (peers_lock held). */
+int mr_fs_reserve(struct mr_dev *dev, u32 peers);
+/* A retired peer leaves the fair share's active set (peer->lock held). */
+void mr_fs_leave(struct mr_peer *peer);
 /* Queue a received packet (skb->data at the MetaRoCE header). */
 void mr_napi_rx(struct mr_dev *dev, struct sk_buff *skb, bool ce);
 /* Ask the NAPI context to service a QP's send queue / a peer. */

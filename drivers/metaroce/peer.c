@@ -351,6 +351,7 @@ static struct mr_peer *mr_peer_create(struct mr_dev *dev,
 	peer->timer_at = MR_U64_MAX;
 	INIT_LIST_HEAD(&peer->work_node);
 	INIT_LIST_HEAD(&peer->rx_node);
+	INIT_LIST_HEAD(&peer->fs_node);
 	hrtimer_init(&peer->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	peer->timer.function = mr_peer_timer_fn;
 	do {
@@ -374,7 +375,7 @@ struct mr_peer *mr_peer_attach(struct mr_dev *dev, const struct mr_addr *addr)
 	rcu_read_lock();
 	peer = mr_peer_lookup_rcu(dev, &addr->local, &addr->remote);
 	rcu_read_unlock();
-	if (!peer) {
+	if (!peer && !mr_fs_reserve(dev, dev->npeers + 1)) {
 		peer = mr_peer_create(dev, addr);
 		if (peer) {
 			hlist_add_head_rcu(&peer->node,
@@ -420,6 +421,7 @@ static void mr_peer_retire(struct mr_dev *dev, struct mr_peer *peer)
 	dev->npeers--;
 	spin_lock_bh(&peer->lock);
 	peer->dead = true;
+	mr_fs_leave(peer);
 	mr_totals_add(&dev->retired, &peer->conn);
 	spin_unlock_bh(&peer->lock);
 	hrtimer_cancel(&peer->timer);

@@ -31,6 +31,16 @@
 #                   first data (announcements_tx), and the receiver counted
 #                   an announcement from each (announcements_rx; protocol
 #                   section 7.20)
+#   many_senders    300 senders (75 addresses on each sender's link, a
+#                   connection each), without the bottleneck, each posting
+#                   a 1 KiB WRITE every 0.2 s for 6 s (many_senders.py):
+#                   every WRITE succeeds; the receiver's fair share counts
+#                   (nearly) all 300 as active at once (sampled every
+#                   0.5 s; it stopped at 128), every one of its 300
+#                   connections has granted, and every sender been
+#                   granted, a share; after two more seconds in which
+#                   only one of them sends, only that one is active (its
+#                   cost follows the active senders, not the connections)
 #
 # The figures (bandwidths, index, retransmissions, CE marks, path deaths,
 # probes, queue samples) are logged.
@@ -40,6 +50,9 @@ mr_require_module
 
 SENDERS=4
 RATE=40mbit RATE_BPS=40000000
+# many_senders: addresses per sender link, a connection each.
+MANY_PER_LINK=75
+MANY_PY=$(dirname "$(readlink -f "$0")")/many_senders.py
 DURATION=12 MIN_WINDOW=4
 PORT=18800
 SENDER_DEVS=()
@@ -307,10 +320,45 @@ announce() {
 		mr_fail "the receiver counted $rx announcements from $SENDERS senders"
 }
 
+# v KEY: KEY's value in many_senders.py's output ($MANY_OUT).
+v() { awk -v k="$1" '$1 == k { print $2 }' <<<"$MANY_OUT"; }
+
+many_senders() {
+	local i k n=$((SENDERS * MANY_PER_LINK)) tx=()
+	/usr/bin/python3 -c 'import pyverbs.qp' 2>/dev/null ||
+		mr_skip "python3-pyverbs is not installed"
+	# The fair share is under test, not the shaper.
+	ip netns exec mrsw tc qdisc del dev wr root 2>/dev/null || true
+	for ((i = 0; i < SENDERS; i++)); do
+		for ((k = 0; k < MANY_PER_LINK; k++)); do
+			ip -n "mrs$i" addr add "10.60.$i.$((10 + k))/24" dev "s$i"
+			tx+=(--tx "mrs${i}_dev:10.60.$i.$((10 + k))")
+		done
+	done
+	MANY_OUT=$(/usr/bin/python3 "$MANY_PY" --rx "mrsr_dev:$MR_STAR_RX_IP" \
+		"${tx[@]}" --seconds 6 2>&1) || {
+		echo "$MANY_OUT"
+		mr_fail "many_senders.py failed"
+	}
+	sed 's/^/many_senders.py: /' <<<"$MANY_OUT"
+	mr_result senders="$n" writes="$(v writes_done)" \
+		active_max="$(v active_max)" level_end="$(v level_end)" \
+		rx_hinted="$(v rx_hinted)" tx_hinted="$(v tx_hinted)"
+	assert_eq "QP pairs" "$n" "$(v pairs)"
+	assert_eq "failed WRITEs" 0 "$(v errors)"
+	assert_eq "the receiver's connections from the senders" "$n" "$(v rx_peers)"
+	assert_eq "of them, granted a share" "$n" "$(v rx_hinted)"
+	assert_eq "senders granted a share" "$n" "$(v tx_hinted)"
+	(($(v active_max) >= n * 9 / 10)) ||
+		mr_fail "the fair share counted $(v active_max) active senders at most, of $n"
+	assert_eq "active senders after 2 s with one sending" 1 "$(v active_after)"
+}
+
 mr_setup star mr_star "$SENDERS"
 mr_run incast incast
 mr_run fair fair
 mr_run no_storm no_storm
 mr_run queue queue
 mr_run announce announce
+mr_run many_senders many_senders
 mr_done
