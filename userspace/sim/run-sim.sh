@@ -19,7 +19,7 @@ start=$(date +%s)
 # The all-to-all is the longest run: it gets a core of its own.
 "$mrsim" -o "$out" alltoall >"$work/alltoall.out" 2>"$work/alltoall.err" &
 a2a=$!
-"$mrsim" -o "$out" loss planes plane_fail incast >"$work/rest.out" \
+"$mrsim" -o "$out" loss planes plane_fail incast many >"$work/rest.out" \
 	2>"$work/rest.err" &
 rest=$!
 
