@@ -121,7 +121,8 @@ static int mr_sring_init(struct mr_sring *r, u32 size, u32 max_sge,
 	/* Free-running u32 indices map onto slots only for a power of two. */
 	r->size = roundup_pow_of_two(max(size, 1U));
 	r->stride = ALIGN(sizeof(struct mr_swqe) + payload, 8);
-	r->buf = kvcalloc(r->size, r->stride, GFP_KERNEL);
+	/* The process's memory: charged to it (as are all its rings). */
+	r->buf = kvcalloc(r->size, r->stride, GFP_KERNEL_ACCOUNT);
 	r->head = 0;
 	r->eng = 0;
 	r->tail = 0;
@@ -1424,8 +1425,8 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct mr_dev *dev = to_mr_dev(ibqp->device);
 	struct mr_ibqp *qp = to_mr_ibqp(ibqp);
 	struct ib_qp_cap *cap = &init->cap;
-	struct mr_msg *msgs;
-	struct mr_rmsg *rmsgs;
+	struct mr_msg *msgs = NULL;
+	struct mr_rmsg *rmsgs = NULL;
 	u32 qpn, slots;
 	int err;
 
@@ -1442,6 +1443,9 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			   cap->max_recv_sge > METAROCE_MAX_SGE))
 		return -EINVAL;
 
+	err = mr_limit_take(dev, MR_LIM_QP);
+	if (err)
+		return err;
 	qp->dev = dev;
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->released);
@@ -1458,7 +1462,7 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = mr_sring_init(&qp->sq, cap->max_send_wr, qp->max_send_sge,
 			    qp->max_inline);
 	if (err)
-		return err;
+		goto err_sq;
 	/*
 	 * The engine's message slots: a work request holds its send slot
 	 * until it is retired, so no more messages than the send queue holds
@@ -1466,8 +1470,8 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	 * mr_qp_init() hands them to qp->eng, which owns them from then on.
 	 */
 	slots = min_t(u32, roundup_pow_of_two(max(qp->sq.size, 1U)), MR_MSG_WND);
-	msgs = kcalloc(slots, sizeof(*msgs), GFP_KERNEL);
-	rmsgs = kcalloc(MR_MSG_WND, sizeof(*rmsgs), GFP_KERNEL);
+	msgs = kcalloc(slots, sizeof(*msgs), GFP_KERNEL_ACCOUNT);
+	rmsgs = kcalloc(MR_MSG_WND, sizeof(*rmsgs), GFP_KERNEL_ACCOUNT);
 	if (!msgs || !rmsgs) {
 		err = -ENOMEM;
 		goto err_sq;
@@ -1477,7 +1481,8 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 		qp->srq_stride = sizeof(struct mr_rwqe) +
 				 srq->ring.max_sge * sizeof(struct ib_sge);
-		qp->srq_bound = kcalloc(MR_MSG_WND, qp->srq_stride, GFP_KERNEL);
+		qp->srq_bound = kcalloc(MR_MSG_WND, qp->srq_stride,
+					GFP_KERNEL_ACCOUNT);
 		if (!qp->srq_bound) {
 			err = -ENOMEM;
 			goto err_sq;
@@ -1536,6 +1541,7 @@ err_sq:
 	kfree(rmsgs);
 	kfree(msgs);
 	kvfree(qp->sq.buf);
+	mr_limit_drop(dev, MR_LIM_QP);
 	return err;
 }
 
@@ -1605,6 +1611,7 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	mr_umap_remove(qp->sq_umap);
 	mr_urq_remove(&qp->rq_user);
 	rdma_destroy_ah_attr(&qp->attr.ah_attr);
+	mr_limit_drop(dev, MR_LIM_QP);
 	return 0;
 }
 

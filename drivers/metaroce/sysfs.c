@@ -236,6 +236,80 @@ static ssize_t ctrl_dscp_store(struct device *device,
 }
 static DEVICE_ATTR_RW(ctrl_dscp);
 
+/*
+ * max_peers, max_peer_mem_mb: how many peers (connections) the device may
+ * hold and how much memory they may hold together (MiB). A connection to
+ * a new peer (an RC QP's RTR) first frees peers that have no QP left,
+ * longest unused first; when none can go, it is refused with ENOMEM
+ * (peer.c). Lowering a limit below what the device holds frees nothing at
+ * once: it applies to the next connection.
+ */
+static ssize_t mr_peer_limit_show(struct mr_dev *dev, const u32 *limit,
+				  char *buf)
+{
+	u32 v;
+
+	mutex_lock(&dev->peers_lock);
+	v = *limit;
+	mutex_unlock(&dev->peers_lock);
+	return sysfs_emit(buf, "%u\n", v);
+}
+
+static ssize_t mr_peer_limit_store(struct mr_dev *dev, u32 *limit, u32 max,
+				   const char *buf, size_t count)
+{
+	u32 v;
+	int err;
+
+	err = kstrtou32(buf, 0, &v);
+	if (err)
+		return err;
+	if (!v || v > max)
+		return -EINVAL;
+	mutex_lock(&dev->peers_lock);
+	*limit = v;
+	mutex_unlock(&dev->peers_lock);
+	return count;
+}
+
+static ssize_t max_peers_show(struct device *device,
+			      struct device_attribute *attr, char *buf)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_peer_limit_show(dev, &dev->max_peers, buf);
+}
+
+static ssize_t max_peers_store(struct device *device,
+			       struct device_attribute *attr, const char *buf,
+			       size_t count)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_peer_limit_store(dev, &dev->max_peers, MR_MAX_PEERS_MAX, buf,
+				   count);
+}
+static DEVICE_ATTR_RW(max_peers);
+
+static ssize_t max_peer_mem_mb_show(struct device *device,
+				    struct device_attribute *attr, char *buf)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_peer_limit_show(dev, &dev->max_peer_mem_mb, buf);
+}
+
+static ssize_t max_peer_mem_mb_store(struct device *device,
+				     struct device_attribute *attr,
+				     const char *buf, size_t count)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_peer_limit_store(dev, &dev->max_peer_mem_mb,
+				   MR_MAX_PEER_MEM_MB_MAX, buf, count);
+}
+static DEVICE_ATTR_RW(max_peer_mem_mb);
+
 static struct attribute *mr_attrs[] = {
 	&dev_attr_abi_version.attr,
 	&dev_attr_udp_port.attr,
@@ -262,6 +336,8 @@ static struct attribute *mr_attrs[] = {
 	&dev_attr_host_window.attr,
 	&dev_attr_dscp.attr,
 	&dev_attr_ctrl_dscp.attr,
+	&dev_attr_max_peers.attr,
+	&dev_attr_max_peer_mem_mb.attr,
 	NULL
 };
 

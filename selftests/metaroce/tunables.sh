@@ -6,7 +6,8 @@
 # Documentation/admin-guide.rst describes them:
 #
 #   module_params   modprobe with a combination the transport refuses
-#                   (dead_after=256; min_window above max_window) fails
+#                   (dead_after=256; min_window above max_window; max_peers
+#                   0; max_peer_mem_mb past 1 TiB) fails
 #                   with EINVAL and loads nothing; with valid ones, a new
 #                   device starts with them (0 keeps the default)
 #   defaults        each tunable in /sys/class/infiniband/DEV/metaroce/
@@ -37,7 +38,7 @@ DOC=$MR_TOP/Documentation/admin-guide.rst
 TUNABLES=(paths rto_min_us rto_max_us rto_init_us probe_us dead_after
 	reorder_thresh ack_delay_us ack_every msg_ack_us init_window min_window
 	max_window ai_bytes ecn_shift repick_alpha pacing announce
-	rx_capacity_mbps host_window dscp ctrl_dscp)
+	rx_capacity_mbps host_window dscp ctrl_dscp max_peers max_peer_mem_mb)
 PORT=18620
 
 # doc_default NAME: the default in the tunables table ("``NAME``  VALUE").
@@ -75,8 +76,15 @@ module_params() {
 		mr_fail "modprobe min_window above max_window succeeded"
 	assert_match "min_window > max_window: EINVAL" "Invalid argument" "$out"
 	dmesg | grep -F "transport parameters are invalid" | tail -n 1
+	out=$(modprobe "$MR_MOD" max_peers=0 2>&1) &&
+		mr_fail "modprobe max_peers=0 succeeded"
+	assert_match "max_peers=0: EINVAL" "Invalid argument" "$out"
+	out=$(modprobe "$MR_MOD" max_peer_mem_mb=1048577 2>&1) &&
+		mr_fail "modprobe max_peer_mem_mb=1048577 succeeded"
+	assert_match "max_peer_mem_mb=1048577: EINVAL" "Invalid argument" "$out"
 	assert_ok "modprobe with valid parameters" \
-		modprobe "$MR_MOD" dead_after=5 ack_every=8 pacing=1 ai_bytes=0 paths=4
+		modprobe "$MR_MOD" dead_after=5 ack_every=8 pacing=1 ai_bytes=0 paths=4 \
+		max_peers=100 max_peer_mem_mb=64
 	ip link del mrtun0 2>/dev/null || true
 	mr_defer ip link del mrtun0
 	ip link add mrtun0 type dummy
@@ -85,6 +93,9 @@ module_params() {
 	assert_eq "ack_every from the module" 8 "$(cat "$(tun mrtun_dev ack_every)")"
 	assert_eq "pacing from the module" 1 "$(cat "$(tun mrtun_dev pacing)")"
 	assert_eq "paths from the module" 4 "$(cat "$(tun mrtun_dev paths)")"
+	assert_eq "max_peers from the module" 100 "$(cat "$(tun mrtun_dev max_peers)")"
+	assert_eq "max_peer_mem_mb from the module" 64 \
+		"$(cat "$(tun mrtun_dev max_peer_mem_mb)")"
 	assert_eq "ai_bytes=0 keeps the default" "$(doc_default ai_bytes)" \
 		"$(cat "$(tun mrtun_dev ai_bytes)")"
 }
@@ -134,7 +145,12 @@ invalid() {
 	refused dscp 64
 	refused ctrl_dscp 64
 	refused ctrl_dscp abc
+	refused max_peers 0
+	refused max_peers 1048577
+	refused max_peer_mem_mb 0
+	refused max_peer_mem_mb 1048577
 }
+
 
 # set_ok NAME VALUE: accepted and read back.
 set_ok() {
