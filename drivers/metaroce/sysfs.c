@@ -11,13 +11,26 @@
  * apply at once to every live connection of the device; "paths" changes
  * the shape of a connection and is refused with EBUSY while the device has
  * connections.
+ *
+ * Writing a tunable takes CAP_NET_ADMIN in the user namespace that owns the
+ * network namespace the device sends in, whatever the file's mode lets the
+ * writer open (root of another user namespace, a process that dropped the
+ * capability): EPERM otherwise.
  */
 
+#include <linux/capability.h>
 #include <linux/device.h>
 #include <linux/sysfs.h>
+#include <net/net_namespace.h>
 #include <uapi/rdma/metaroce-abi.h>
 
 #include "metaroce.h"
+
+/* May the caller change @dev's tunables? */
+static bool mr_tunable_capable(struct mr_dev *dev)
+{
+	return ns_capable(dev_net(dev->ndev)->user_ns, CAP_NET_ADMIN);
+}
 
 static ssize_t abi_version_show(struct device *device,
 				struct device_attribute *attr, char *buf)
@@ -87,6 +100,8 @@ static ssize_t mr_tunable_store(struct device *device,
 	u32 v;
 	int err;
 
+	if (!mr_tunable_capable(dev))
+		return -EPERM;
 	err = kstrtou32(buf, 0, &v);
 	if (err)
 		return err;
@@ -167,6 +182,8 @@ static ssize_t host_window_store(struct device *device,
 	u32 v;
 	int err;
 
+	if (!mr_tunable_capable(dev))
+		return -EPERM;
 	err = kstrtou32(buf, 0, &v);
 	if (err)
 		return err;
@@ -187,11 +204,14 @@ static ssize_t mr_dscp_show(u8 *tclass, char *buf)
 	return sysfs_emit(buf, "%u\n", READ_ONCE(*tclass) >> 2);
 }
 
-static ssize_t mr_dscp_store(u8 *tclass, const char *buf, size_t count)
+static ssize_t mr_dscp_store(struct mr_dev *dev, u8 *tclass, const char *buf,
+			     size_t count)
 {
 	u8 v;
 	int err;
 
+	if (!mr_tunable_capable(dev))
+		return -EPERM;
 	err = kstrtou8(buf, 0, &v);
 	if (err)
 		return err;
@@ -214,7 +234,7 @@ static ssize_t dscp_store(struct device *device, struct device_attribute *attr,
 {
 	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
 
-	return mr_dscp_store(&dev->tclass, buf, count);
+	return mr_dscp_store(dev, &dev->tclass, buf, count);
 }
 static DEVICE_ATTR_RW(dscp);
 
@@ -232,7 +252,7 @@ static ssize_t ctrl_dscp_store(struct device *device,
 {
 	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
 
-	return mr_dscp_store(&dev->ctrl_tclass, buf, count);
+	return mr_dscp_store(dev, &dev->ctrl_tclass, buf, count);
 }
 static DEVICE_ATTR_RW(ctrl_dscp);
 
@@ -261,6 +281,8 @@ static ssize_t mr_peer_limit_store(struct mr_dev *dev, u32 *limit, u32 max,
 	u32 v;
 	int err;
 
+	if (!mr_tunable_capable(dev))
+		return -EPERM;
 	err = kstrtou32(buf, 0, &v);
 	if (err)
 		return err;

@@ -31,6 +31,10 @@
 #                   end: with dscp 10 and ctrl_dscp 48, A's data packets
 #                   carry DSCP 10 and B's ACKs DSCP 48; with both 0, B's
 #                   ACKs go out at TC_PRIO_CONTROL and A's data does not
+#   capability      writing a tunable takes CAP_NET_ADMIN, not only the
+#                   file's mode: root of a user namespace of its own
+#                   (unshare -U -r), and root without the capability
+#                   (setpriv), both get EPERM, and the value stays
 . "$(dirname "$0")/lib.sh"
 mr_require_module
 
@@ -58,6 +62,7 @@ write_errno() {
 		case $out in
 		*"Invalid argument"*) echo EINVAL ;;
 		*"Device or resource busy"*) echo EBUSY ;;
+		*"Operation not permitted"*) echo EPERM ;;
 		*) echo "other: $out" ;;
 		esac
 	fi
@@ -151,6 +156,37 @@ invalid() {
 	refused max_peer_mem_mb 1048577
 }
 
+# unprivileged WRAPPER... NAME VALUE: writing VALUE to tunable NAME under
+# WRAPPER (a command that runs the rest) is refused with EPERM, and the
+# tunable keeps its value.
+unprivileged() {
+	local f before out n=$(($# - 2))
+	f=$(tun "$MR_A_DEV" "${@: -2:1}")
+	before=$(cat "$f")
+	# bash, whose error message names the errno (dash's does not).
+	# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+	if out=$("${@:1:n}" bash -c 'printf %s "$1" >"$2"' bash "${@: -1}" "$f" 2>&1); then
+		mr_fail "${*:1:n}: writing ${*: -2} succeeded"
+	fi
+	[[ $out == *"Operation not permitted"* ]] ||
+		mr_fail "${*:1:n}: writing ${*: -2} failed with '$out', expected EPERM"
+	assert_eq "${*: -2:1} unchanged" "$before" "$(cat "$f")"
+}
+
+capability() {
+	local t nocap=(setpriv --inh-caps=-net_admin --bounding-set=-net_admin)
+	# The wrappers work: they can write a file of their own.
+	assert_ok "unshare -U -r runs" unshare -U -r true
+	assert_ok "setpriv runs" "${nocap[@]}" true
+	for t in ack_every paths rx_capacity_mbps host_window dscp ctrl_dscp \
+		max_peers max_peer_mem_mb; do
+		unprivileged unshare -U -r "$t" 7
+		unprivileged "${nocap[@]}" "$t" 7
+	done
+	# With the capability, root writes as before.
+	set_ok ack_every 8
+	set_ok ack_every "$(doc_default ack_every)"
+}
 
 # set_ok NAME VALUE: accepted and read back.
 set_ok() {
@@ -313,4 +349,5 @@ mr_run defaults defaults
 mr_run invalid invalid
 mr_run live live
 mr_run dscp dscp
+mr_run capability capability
 mr_done
