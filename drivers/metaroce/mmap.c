@@ -4,7 +4,7 @@
  * include/uapi/rdma/metaroce-abi.h): zeroed vmalloc buffers, charged to the
  * process that creates them (its memory cgroup), that the process maps
  * through ib_core's mmap entries, at an offset the create response tells
- * it.
+ * it. A mapping can never be made executable.
  *
  * A buffer belongs to its mmap entry and is freed when the entry's last
  * reference goes (mr_mmap_free()): after its object removed the entry and
@@ -80,8 +80,8 @@ void mr_umap_remove(struct mr_umap *umap)
 }
 
 /*
- * ib_device_ops.mmap: map one whole buffer, read/write, not executable,
- * neither grown by mremap() nor dumped.
+ * ib_device_ops.mmap: map one whole buffer, read/write, never executable
+ * (not even by a later mprotect()), neither grown by mremap() nor dumped.
  * A ring belongs to the process that created it: a child of fork() does
  * not inherit the mapping (as with a device's doorbell pages), so it can
  * neither post to its parent's queues nor see their completions.
@@ -100,7 +100,8 @@ int mr_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	if (!entry)
 		return -EINVAL;
 	buf = container_of(entry, struct mr_umap, rdma)->buf;
-	vm_flags_mod(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP, 0);
+	vm_flags_mod(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP,
+		     VM_MAYEXEC);
 	/* Each page gets a reference of the mapping's own. */
 	for (off = 0; off < vma->vm_end - vma->vm_start && !err;
 	     off += PAGE_SIZE)
