@@ -1008,6 +1008,43 @@ static bool mr_sq_ring_opcode_ok(struct mr_ibqp *qp, u32 opcode)
 				 IB_SEND_SOLICITED | IB_SEND_INLINE)
 
 /*
+ * Take a private copy of the work request the process wrote at @usw: each
+ * field is read exactly once (READ_ONCE), so that what is checked is what
+ * is used, whatever the process writes meanwhile. False if a reserved word
+ * is not zero (those of a UD work request's address too): a newer provider
+ * may give them a meaning, which this kernel would not honour.
+ */
+static bool mr_sq_ring_read(const struct mr_ibqp *qp,
+			    const struct metaroce_swqe *usw,
+			    struct metaroce_swqe *uw)
+{
+	uw->wr_id = READ_ONCE(usw->wr_id);
+	uw->opcode = READ_ONCE(usw->opcode);
+	uw->send_flags = READ_ONCE(usw->send_flags);
+	uw->num_sge = READ_ONCE(usw->num_sge);
+	uw->inline_len = READ_ONCE(usw->inline_len);
+	uw->rkey = READ_ONCE(usw->rkey);
+	uw->imm = READ_ONCE(usw->imm);
+	uw->reserved[0] = READ_ONCE(usw->reserved[0]);
+	uw->reserved[1] = READ_ONCE(usw->reserved[1]);
+	if (!mr_qp_is_rc(qp)) {
+		uw->ud.ahn = READ_ONCE(usw->ud.ahn);
+		uw->ud.remote_qpn = READ_ONCE(usw->ud.remote_qpn);
+		uw->ud.remote_qkey = READ_ONCE(usw->ud.remote_qkey);
+		uw->ud.reserved[0] = READ_ONCE(usw->ud.reserved[0]);
+		uw->ud.reserved[1] = READ_ONCE(usw->ud.reserved[1]);
+		uw->ud.reserved[2] = READ_ONCE(usw->ud.reserved[2]);
+		return !uw->reserved[0] && !uw->reserved[1] &&
+		       !uw->ud.reserved[0] && !uw->ud.reserved[1] &&
+		       !uw->ud.reserved[2];
+	}
+	uw->remote_addr = READ_ONCE(usw->remote_addr);
+	uw->compare_add = READ_ONCE(usw->compare_add);
+	uw->swap = READ_ONCE(usw->swap);
+	return !uw->reserved[0] && !uw->reserved[1];
+}
+
+/*
  * Copy the work request in ring slot @idx into send queue slot @idx, once,
  * and check it as POST_SEND would (sq_lock held, any context). One that
  * fails becomes a refused WQE, which completes with IB_WC_LOC_QP_OP_ERR.
@@ -1031,7 +1068,8 @@ static void mr_sq_ring_take(struct mr_ibqp *qp, u32 idx)
 	bool inl;
 	u32 i;
 
-	memcpy(&uw, slot, sizeof(uw));
+	if (!mr_sq_ring_read(qp, (const struct metaroce_swqe *)slot, &uw))
+		goto refuse;
 	slot += sizeof(uw);
 	if (!mr_sq_ring_opcode_ok(qp, uw.opcode) ||
 	    (uw.send_flags & ~MR_SQ_RING_SEND_FLAGS))
@@ -1071,12 +1109,12 @@ static void mr_sq_ring_take(struct mr_ibqp *qp, u32 idx)
 		if (uw.num_sge > qp->max_send_sge)
 			goto refuse;
 		for (i = 0; i < uw.num_sge; i++) {
-			struct metaroce_sge sge;
+			const struct metaroce_sge *sge =
+				(const struct metaroce_sge *)slot + i;
 
-			memcpy(&sge, slot + i * sizeof(sge), sizeof(sge));
-			p.sge[i].addr = sge.addr;
-			p.sge[i].length = sge.length;
-			p.sge[i].lkey = sge.lkey;
+			p.sge[i].addr = READ_ONCE(sge->addr);
+			p.sge[i].length = READ_ONCE(sge->length);
+			p.sge[i].lkey = READ_ONCE(sge->lkey);
 		}
 		wr->sg_list = p.sge;
 		wr->num_sge = uw.num_sge;
