@@ -758,6 +758,8 @@ void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 	struct ib_wc wc = {};
 	unsigned long flags;
 	bool ipv4 = skb->protocol == htons(ETH_P_IP);
+	/* An SRQ's WQE is copied into rw whole (mr_srq_take()). */
+	static_assert(ARRAY_SIZE(rw.sge) >= METAROCE_MAX_SRQ_SGE);
 
 	if (READ_ONCE(qp->state) < IB_QPS_RTR ||
 	    READ_ONCE(qp->state) > IB_QPS_SQD || h->qkey != qp->attr.qkey) {
