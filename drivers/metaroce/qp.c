@@ -1813,6 +1813,31 @@ static void mr_qp_to_err(struct mr_ibqp *qp)
 	mr_qp_flush_rq(qp);
 }
 
+/*
+ * Take the QP out of the data path's sight: NAPI finds a QP by its number
+ * (mr_qp_get(), mr_peer_lookup_qp()) and holds a reference while it handles
+ * a packet or serves the QP. Once the number names no QP and those
+ * references are gone, only the caller reads or writes the QP's engine
+ * state, rings and completions, until mr_qp_unhide(). state_lock held.
+ */
+static void mr_qp_hide(struct mr_ibqp *qp)
+{
+	/* Stored as a reservation, which mr_qp_unhide() fills in place. */
+	xa_store_bh(&qp->dev->qps, qp->ibqp.qp_num, NULL, GFP_KERNEL);
+	mr_qp_put(qp);
+	wait_for_completion(&qp->released);
+}
+
+static void mr_qp_unhide(struct mr_ibqp *qp)
+{
+	void *old;
+
+	reinit_completion(&qp->released);
+	refcount_set(&qp->ref, 1);
+	old = xa_store_bh(&qp->dev->qps, qp->ibqp.qp_num, qp, GFP_KERNEL);
+	WARN_ON_ONCE(xa_is_err(old));
+}
+
 static void mr_qp_to_reset(struct mr_ibqp *qp)
 {
 	unsigned long flags;
@@ -1820,6 +1845,13 @@ static void mr_qp_to_reset(struct mr_ibqp *qp)
 
 	WRITE_ONCE(qp->state, IB_QPS_RESET);
 	mr_qp_unpeer(qp);
+	/*
+	 * No packet or service round of NAPI may run on the QP while it is
+	 * cleared: one that took a receive before the reset could otherwise
+	 * complete it after, and the engine state is rewritten without the
+	 * lock of a peer.
+	 */
+	mr_qp_hide(qp);
 	mr_qp_clean_cqs(qp);
 	/* Same slots: mr_qp_init() clears them. */
 	mr_qp_init(&qp->eng, qp->ibqp.qp_num, qp->eng.sq, qp->eng.sq_slots,
@@ -1853,6 +1885,7 @@ static void mr_qp_to_reset(struct mr_ibqp *qp)
 	qp->rq.tail = start;
 	qp->rq_ssn = 0;
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	mr_qp_unhide(qp);
 }
 
 int mr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
