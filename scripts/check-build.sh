@@ -9,7 +9,10 @@
 #   - checkpatch.pl --no-tree -f (taken from linux-source-6.12 into
 #     build/tools/) on drivers/metaroce/**/*.[ch] and include/**/*.h; any
 #     ERROR or WARNING fails;
-#   - sparse (C=2) against 6.12; any sparse warning in our files fails.
+#   - sparse (C=2) against 6.12; any sparse warning in our files fails;
+#   - static assertions bite: with a limit of limits.h raised past what
+#     the code that depends on it can hold, the file must fail to compile
+#     on that assertion (a copy of the sources, built against 6.12).
 # Prints TAP; exits non-zero if any check failed.
 set -euo pipefail
 
@@ -103,6 +106,37 @@ sparse() {
 	grep -qE '^ +CHECK ' "$log" || { echo "# sparse did not run (no CHECK lines)"; return 1; }
 }
 
+# assertion_bites OBJ SED REGEX: in a copy of the module's sources with
+# SED applied to drivers/metaroce/limits.h, OBJ (e.g. drivers/metaroce/qp.o)
+# must fail to build with an error matching REGEX.
+assertion_bites() {
+	local obj=$1 expr=$2 re=$3 tree=$LOGS/assert-tree log=$LOGS/assert.log
+	rm -rf "$tree"
+	mkdir -p "$tree"
+	cp -r Kbuild drivers include "$tree/"
+	sed -i "$expr" "$tree/drivers/metaroce/limits.h"
+	if cmp -s drivers/metaroce/limits.h "$tree/drivers/metaroce/limits.h"; then
+		echo "# '$expr' changed nothing in limits.h"
+		return 1
+	fi
+	if make -C "/usr/src/linux-headers-$MR_KVER_6_12" M="$tree" "$obj" \
+		>"$log" 2>&1; then
+		echo "# $obj compiled with '$expr': no assertion guards it"
+		return 1
+	fi
+	grep -qE "$re" "$log" || { sed 's/^/# /' "$log" | tail -n 20; return 1; }
+	echo "# $obj refused '$expr': $(grep -m 1 -oE 'static assertion failed: .*' "$log")"
+	rm -rf "$tree"
+}
+
+static_assertions() {
+	# mr_qp_ud_recv() copies an SRQ's WQE into a stack array of
+	# METAROCE_MAX_SGE SGEs.
+	assertion_bites drivers/metaroce/qp.o \
+		's/^\(#define METAROCE_MAX_SRQ_SGE[[:space:]]*\)16$/\117/' \
+		'static assertion failed: .*METAROCE_MAX_SRQ_SGE'
+}
+
 echo "TAP version 13"
 if ((only_checkpatch)); then
 	echo "1..1"
@@ -111,12 +145,13 @@ if ((only_checkpatch)); then
 	exit
 fi
 
-echo "1..4"
+echo "1..5"
 rc=0; build "/usr/src/linux-headers-$MR_KVER_6_12" "$LOGS/w1-6.12.log" || rc=$?
 result "$rc" "W=1 build against $MR_KVER_6_12"
 rc=0; build "/usr/src/linux-headers-$MR_KVER_6_1" "$LOGS/w1-6.1.log" || rc=$?
 result "$rc" "W=1 build against $MR_KVER_6_1"
 rc=0; checkpatch || rc=$?; result "$rc" checkpatch
 rc=0; sparse || rc=$?; result "$rc" "sparse against $MR_KVER_6_12"
+rc=0; static_assertions || rc=$?; result "$rc" "static assertions bite"
 echo "# check-build: $((n - fail))/$n passed"
 ((fail == 0))

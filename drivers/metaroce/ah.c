@@ -107,7 +107,8 @@ int mr_ah_lookup(struct mr_dev *dev, u32 ahn, struct ib_pd *pd,
  *	metaroce_create_ah_resp) gives a user AH's number
  *
  * Return: 0, -EINVAL (see mr_addr_from_ah_attr()), -EOPNOTSUPP (a driver
- * request), -ENOMEM or -EFAULT.
+ * request), -ENOMEM (also when the device has METAROCE_MAX_AH AHs) or
+ * -EFAULT.
  */
 int mr_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		 struct ib_udata *udata)
@@ -122,16 +123,23 @@ int mr_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	err = mr_addr_from_ah_attr(attr, &ah->addr);
 	if (err)
 		return err;
+	err = mr_limit_take(to_mr_dev(ibah->device), MR_LIM_AH);
+	if (err)
+		return err;
 	ah->tclass = attr->grh.traffic_class;
 	ah->hop_limit = attr->grh.hop_limit;
 	/* ib_core holds the GID attribute in ibah->sgid_attr. */
 	ah->attr = *attr;
 	ah->attr.grh.sgid_attr = NULL;
 	ah->ref = NULL;
-	if (udata)
-		return mr_ah_number(ah, init->flags & RDMA_CREATE_AH_SLEEPABLE ?
-				    GFP_KERNEL : GFP_ATOMIC, udata);
-	return 0;
+	if (!udata)
+		return 0;
+	/* A process's AH is charged to it. */
+	err = mr_ah_number(ah, init->flags & RDMA_CREATE_AH_SLEEPABLE ?
+			   GFP_KERNEL_ACCOUNT : GFP_ATOMIC, udata);
+	if (err)
+		mr_limit_drop(to_mr_dev(ibah->device), MR_LIM_AH);
+	return err;
 }
 
 /* grh.sgid_attr stays NULL, as rdma_query_ah() set it: see ibah->sgid_attr. */
@@ -150,5 +158,6 @@ int mr_destroy_ah(struct ib_ah *ibah, u32 flags)
 		/* A send ring's reader may be copying it. */
 		kfree_rcu(ah->ref, rcu);
 	}
+	mr_limit_drop(to_mr_dev(ibah->device), MR_LIM_AH);
 	return 0;
 }

@@ -99,6 +99,12 @@ static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 {
 	vma->vm_flags |= flags;
 }
+
+static inline void vm_flags_mod(struct vm_area_struct *vma, vm_flags_t set,
+				vm_flags_t clear)
+{
+	vma->vm_flags = (vma->vm_flags | set) & ~clear;
+}
 #endif
 
 #endif /* _METAROCE_COMPAT_H */

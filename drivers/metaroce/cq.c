@@ -24,7 +24,8 @@ static_assert(sizeof(struct metaroce_cqe) == 48);
 
 static struct ib_wc *mr_cq_alloc_queue(u32 cqe)
 {
-	return kvcalloc(cqe, sizeof(struct ib_wc), GFP_KERNEL);
+	/* Charged to the process that creates the CQ, if any. */
+	return kvcalloc(cqe, sizeof(struct ib_wc), GFP_KERNEL_ACCOUNT);
 }
 
 static struct metaroce_cqe *mr_cq_ring_entry(struct metaroce_cq_ring *ring,
@@ -92,7 +93,8 @@ static u32 mr_cq_queued(struct mr_cq *cq)
  *	struct metaroce_create_cq_req may ask for a ring
  *
  * Return: 0, -EINVAL for a bad size, vector or request, -EOPNOTSUPP for
- * flags or a request of a newer provider, or -ENOMEM.
+ * flags or a request of a newer provider, or -ENOMEM (also when the device
+ * has METAROCE_MAX_CQ CQs).
  */
 int mr_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		 mr_create_cq_arg *arg)
@@ -110,16 +112,21 @@ int mr_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	err = mr_udata_request(udata, METAROCE_CQ_RING, &comp_mask);
 	if (err)
 		return err;
+	err = mr_limit_take(to_mr_dev(ibcq->device), MR_LIM_CQ);
+	if (err)
+		return err;
 
 	if (comp_mask & METAROCE_CQ_RING) {
 		err = mr_cq_ring_alloc(udata, attr->cqe, &cq->ring, &cq->umap,
 				       &cq->slots);
-		if (err)
-			return err;
 	} else {
 		cq->queue = mr_cq_alloc_queue(attr->cqe);
 		if (!cq->queue)
-			return -ENOMEM;
+			err = -ENOMEM;
+	}
+	if (err) {
+		mr_limit_drop(to_mr_dev(ibcq->device), MR_LIM_CQ);
+		return err;
 	}
 	spin_lock_init(&cq->lock);
 	cq->producer = 0;
@@ -142,6 +149,7 @@ int mr_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	mr_umap_remove(cq->umap);
 	cq->umap = NULL;
 	cq->ring = NULL;
+	mr_limit_drop(to_mr_dev(ibcq->device), MR_LIM_CQ);
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Live telemetry: /sys/kernel/debug/metaroce/<device>/peers shows the
- * device's shared window and bytes in flight, then, for every peer of the
+ * device's shared window and bytes in flight, its peers and their memory
+ * against the device's limits, then, for every peer of the
  * device, the connection's congestion state and, per
  * path, its UDP source port, state, weight, RTT, ECN fraction, window and
  * packet counts. Read while traffic runs; each peer is sampled under its
@@ -89,6 +90,11 @@ static int mr_peers_show(struct seq_file *m, void *unused)
 		   active, READ_ONCE(dev->fs.level), READ_ONCE(dev->fs.estimate),
 		   READ_ONCE(dev->fs.capacity));
 	mutex_lock(&dev->peers_lock);
+	/* The peers against their limits (peer.c). */
+	seq_printf(m, "connections %u max %u memory %llu max_memory %llu evicted %llu refused %llu\n",
+		   dev->npeers, dev->max_peers, dev->peers_mem,
+		   (u64)dev->max_peer_mem_mb << 20, dev->peers_evicted,
+		   dev->peers_refused);
 	for (b = 0; b < MR_PEER_HASH; b++)
 		hlist_for_each_entry(peer, &dev->peers[b], node)
 			mr_peer_show(m, peer);

@@ -121,6 +121,8 @@ static int mr_dev_setup(struct mr_dev *dev, struct net_device *ndev)
 	dev->host_window = mr_param_host_window;
 	dev->tclass = mr_param_dscp << 2;
 	dev->ctrl_tclass = mr_param_ctrl_dscp << 2;
+	dev->max_peers = mr_param_max_peers;
+	dev->max_peer_mem_mb = mr_param_max_peer_mem_mb;
 	atomic64_set(&dev->tx_inflight, 0);
 
 	dev->counters = alloc_percpu(struct mr_counters);

@@ -44,6 +44,14 @@ unsigned int mr_param_ctrl_dscp = METAROCE_DEFAULT_CTRL_DSCP;
 module_param_named(ctrl_dscp, mr_param_ctrl_dscp, uint, 0444);
 MODULE_PARM_DESC(ctrl_dscp, "DSCP of the acknowledgements and other unsequenced control packets, 0-63 (default 48)");
 
+unsigned int mr_param_max_peers = METAROCE_DEFAULT_MAX_PEERS;
+module_param_named(max_peers, mr_param_max_peers, uint, 0444);
+MODULE_PARM_DESC(max_peers, "Peers (connections) a device may hold, 1-1048576 (default 4096)");
+
+unsigned int mr_param_max_peer_mem_mb = METAROCE_DEFAULT_MAX_PEER_MEM_MB;
+module_param_named(max_peer_mem_mb, mr_param_max_peer_mem_mb, uint, 0444);
+MODULE_PARM_DESC(max_peer_mem_mb, "Memory a device's peers may hold together, MiB, 1-1048576 (default 256)");
+
 /*
  * The other tunables: 0 keeps the built-in default. Each is a u32 of
  * struct mr_conn_cfg, given in user units (microseconds for times).
@@ -182,9 +190,12 @@ static int __init mr_init(void)
 	if (!mr_param_paths || mr_param_paths > MR_MAX_PATHS ||
 	    !mr_param_rto_min_us || !mr_param_rx_capacity_mbps ||
 	    mr_param_host_window > MR_HOST_WINDOW_MAX ||
-	    mr_param_dscp > MR_DSCP_MAX || mr_param_ctrl_dscp > MR_DSCP_MAX) {
-		pr_err("paths must be 1-%u; rto_min_us and rx_capacity_mbps non-zero; host_window at most 1 GiB; dscp and ctrl_dscp at most 63\n",
-		       MR_MAX_PATHS);
+	    mr_param_dscp > MR_DSCP_MAX || mr_param_ctrl_dscp > MR_DSCP_MAX ||
+	    !mr_param_max_peers || mr_param_max_peers > MR_MAX_PEERS_MAX ||
+	    !mr_param_max_peer_mem_mb ||
+	    mr_param_max_peer_mem_mb > MR_MAX_PEER_MEM_MB_MAX) {
+		pr_err("paths must be 1-%u; rto_min_us and rx_capacity_mbps non-zero; host_window at most 1 GiB; dscp and ctrl_dscp at most 63; max_peers and max_peer_mem_mb 1-%u\n",
+		       MR_MAX_PATHS, MR_MAX_PEERS_MAX);
 		return -EINVAL;
 	}
 	if (mr_dev_cfg_default(&cfg)) {

@@ -66,6 +66,24 @@
 /* Default UDP port; never RoCEv2's 4791 nor UET's 4793. */
 #define METAROCE_DEFAULT_UDP_PORT 4797
 
+/*
+ * Default limits on a device's peers (connections) and on the memory they
+ * hold: tunables max_peers and max_peer_mem_mb (Documentation/admin-guide.rst).
+ */
+#define METAROCE_DEFAULT_MAX_PEERS	4096
+#define METAROCE_DEFAULT_MAX_PEER_MEM_MB 256
+#define MR_MAX_PEERS_MAX		(1U << 20)
+#define MR_MAX_PEER_MEM_MB_MAX		(1U << 20)	/* 1 TiB */
+
+/* Verbs objects counted against the device limits they are reported with. */
+enum mr_limited {
+	MR_LIM_QP,
+	MR_LIM_CQ,
+	MR_LIM_SRQ,
+	MR_LIM_AH,
+	MR_LIM_NR
+};
+
 struct mr_port {
 	enum ib_port_state state;
 	enum ib_port_phys_state phys_state;
@@ -109,6 +127,8 @@ struct mr_dev {
 
 	struct mr_counters __percpu *counters;
 	struct ida pd_ida;
+	/* Live QPs, CQs, SRQs and AHs (verbs.c: mr_limit_take()). */
+	atomic_t limited[MR_LIM_NR];
 
 	/*
 	 * Memory regions by key >> 8 (mr.c). Written in process context
@@ -152,6 +172,13 @@ struct mr_dev {
 	struct mutex peers_lock;
 	struct hlist_head peers[MR_PEER_HASH];
 	unsigned int npeers;
+	/* Under peers_lock: peers without QPs, longest unused first... */
+	struct list_head peers_idle;
+	u64 peers_mem;			/* ...bytes all peers hold... */
+	u32 max_peers;			/* ...and the limits (tunables) */
+	u32 max_peer_mem_mb;
+	u64 peers_evicted;		/* idle peers freed to make room */
+	u64 peers_refused;		/* RTRs refused at a limit */
 	bool peers_stopping;
 	struct delayed_work peer_gc;
 	struct mr_totals retired;	/* counters of freed peers */
@@ -199,6 +226,8 @@ extern unsigned int mr_param_rx_capacity_mbps;
 extern unsigned int mr_param_host_window;
 extern unsigned int mr_param_dscp;
 extern unsigned int mr_param_ctrl_dscp;
+extern unsigned int mr_param_max_peers;
+extern unsigned int mr_param_max_peer_mem_mb;
 #define MR_HOST_WINDOW_MAX (1U << 30)
 int mr_cfg_set(struct mr_conn_cfg *cfg, size_t off, u32 unit, u32 val);
 int mr_dev_cfg_default(struct mr_conn_cfg *cfg);
@@ -216,6 +245,12 @@ extern struct rdma_link_ops mr_link_ops;
 
 /* verbs.c */
 extern const struct ib_device_ops mr_dev_ops;
+/*
+ * Count one more object of kind @res against the device's limit: 0, or
+ * -ENOMEM when the limit is reached. mr_limit_drop() when it goes. Any context.
+ */
+int mr_limit_take(struct mr_dev *dev, enum mr_limited res);
+void mr_limit_drop(struct mr_dev *dev, enum mr_limited res);
 
 /* port.c */
 void mr_port_update(struct mr_dev *dev, bool notify);

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Memory shared with a user process (the rings of the userspace fast path,
- * include/uapi/rdma/metaroce-abi.h): zeroed vmalloc_user() buffers that the
- * process maps through ib_core's mmap entries, at an offset the create
- * response tells it.
+ * include/uapi/rdma/metaroce-abi.h): zeroed vmalloc buffers, charged to the
+ * process that creates them (its memory cgroup), that the process maps
+ * through ib_core's mmap entries, at an offset the create response tells
+ * it. A mapping can never be made executable.
  *
  * A buffer belongs to its mmap entry and is freed when the entry's last
  * reference goes (mr_mmap_free()): after its object removed the entry and
  * no mmap() call holds it. Pages already mapped into the process keep
- * their own references (remap_vmalloc_range() takes them), so a process
+ * their own references (mr_mmap() takes them), so a process
  * that unmaps late reads stale memory, never freed memory. The kernel
  * writes such a buffer only while the object that owns it exists, and
  * reads from it only values it then checks.
@@ -45,10 +46,14 @@ void *mr_umap_alloc(struct ib_ucontext *uctx, size_t size,
 	int err;
 
 	size = PAGE_ALIGN(size);
-	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
 	if (!m)
 		return ERR_PTR(-ENOMEM);
-	m->buf = vmalloc_user(size);
+	/*
+	 * Not vmalloc_user(), which cannot charge the process: mr_mmap()
+	 * maps the pages one by one, as remap_vmalloc_range() would.
+	 */
+	m->buf = __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!m->buf) {
 		kfree(m);
 		return ERR_PTR(-ENOMEM);
@@ -75,7 +80,8 @@ void mr_umap_remove(struct mr_umap *umap)
 }
 
 /*
- * ib_device_ops.mmap: map one whole buffer, read/write, not executable.
+ * ib_device_ops.mmap: map one whole buffer, read/write, never executable
+ * (not even by a later mprotect()), neither grown by mremap() nor dumped.
  * A ring belongs to the process that created it: a child of fork() does
  * not inherit the mapping (as with a device's doorbell pages), so it can
  * neither post to its parent's queues nor see their completions.
@@ -83,7 +89,9 @@ void mr_umap_remove(struct mr_umap *umap)
 int mr_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *entry;
-	int err;
+	unsigned long off;
+	void *buf;
+	int err = 0;
 
 	if (vma->vm_flags & VM_EXEC)
 		return -EPERM;
@@ -91,10 +99,14 @@ int mr_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	entry = rdma_user_mmap_entry_get(uctx, vma);
 	if (!entry)
 		return -EINVAL;
-	err = remap_vmalloc_range(vma, container_of(entry, struct mr_umap,
-						    rdma)->buf, 0);
-	if (!err)
-		vm_flags_set(vma, VM_DONTCOPY);
+	buf = container_of(entry, struct mr_umap, rdma)->buf;
+	vm_flags_mod(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP,
+		     VM_MAYEXEC);
+	/* Each page gets a reference of the mapping's own. */
+	for (off = 0; off < vma->vm_end - vma->vm_start && !err;
+	     off += PAGE_SIZE)
+		err = vm_insert_page(vma, vma->vm_start + off,
+				     vmalloc_to_page(buf + off));
 	rdma_user_mmap_entry_put(entry);
 	return err;
 }

@@ -78,7 +78,8 @@ static struct mr_mem *mr_mem_alloc(struct ib_pd *pd, enum mr_mem_type type)
 {
 	struct mr_mem *mem;
 
-	mem = kzalloc(sizeof(*mem), GFP_KERNEL);
+	/* Charged to the registering process (kernel callers: to nobody). */
+	mem = kzalloc(sizeof(*mem), GFP_KERNEL_ACCOUNT);
 	if (!mem)
 		return NULL;
 	mem->dev = to_mr_dev(pd->device);
@@ -526,7 +527,7 @@ static int mr_mem_set_user_pages(struct mr_mem *mem, struct ib_umem *umem)
 	if (WARN_ON_ONCE(!npages || npages > U32_MAX))
 		return -EINVAL;
 
-	mem->pages = kvcalloc(npages, sizeof(*mem->pages), GFP_KERNEL);
+	mem->pages = kvcalloc(npages, sizeof(*mem->pages), GFP_KERNEL_ACCOUNT);
 	if (!mem->pages)
 		return -ENOMEM;
 
@@ -687,7 +688,8 @@ struct ib_mr *mr_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 	mem = mr_mem_alloc(pd, MR_MEM_FAST);
 	if (!mem)
 		return ERR_PTR(-ENOMEM);
-	mem->addrs = kcalloc(max_num_sg, sizeof(*mem->addrs), GFP_KERNEL);
+	mem->addrs = kcalloc(max_num_sg, sizeof(*mem->addrs),
+			     GFP_KERNEL_ACCOUNT);
 	if (!mem->addrs) {
 		err = -ENOMEM;
 		goto err_free;

@@ -506,6 +506,10 @@ struct mr_peer {
 	struct hlist_node node;		/* dev->peers, RCU */
 	unsigned int nqps;		/* attached QPs, under dev->peers_lock */
 	u64 idle_since;			/* ns; when nqps became 0 */
+	/* In dev->peers_idle while nqps is 0, under dev->peers_lock. */
+	struct list_head idle_node;
+	u64 mem;			/* bytes it holds (dev->peers_mem) */
+	struct rcu_head rcu;		/* freed to make room: mr_peer_attach() */
 	struct hrtimer timer;
 	u64 timer_at;			/* armed expiry, U64_MAX if none */
 	bool dead;			/* retired: no timer, no work */
@@ -520,7 +524,10 @@ struct mr_peer {
 	u16 dst_sport[MR_MAX_PATHS];
 };
 
-/* Find or create the peer for @addr and attach a QP to it (RTR). */
+/*
+ * Find or create the peer for @addr and attach a QP to it (RTR). NULL when
+ * it cannot be created (memory, or the device's peer limits: see peer.c).
+ */
 struct mr_peer *mr_peer_attach(struct mr_dev *dev, const struct mr_addr *addr);
 void mr_peer_detach(struct mr_peer *peer);
 /* Find under RCU (data path); no reference taken. */

@@ -10,6 +10,12 @@
  * connection. The engine runs under peer->lock, from the device's NAPI
  * context (packets, timers) and from verbs calls (connect, destroy).
  *
+ * A device holds at most max_peers peers, and they at most max_peer_mem_mb
+ * of memory together (tunables). A new peer first frees the peers that no
+ * QP uses, longest unused first (dev->peers_idle); if that is not enough,
+ * the RTR that wanted it fails with ENOMEM. A peer's memory is charged to
+ * the process whose RTR created it.
+ *
  * This file also implements the engine's callbacks: building packets
  * (payload copied once, from registered memory into the skb), completions,
  * receive matching and READ/atomic execution.
@@ -328,6 +334,20 @@ static void mr_peer_free(struct mr_peer *peer)
 	kfree(peer);
 }
 
+static void mr_peer_free_rcu(struct rcu_head *rcu)
+{
+	mr_peer_free(container_of(rcu, struct mr_peer, rcu));
+}
+
+/* The memory a new peer of @dev holds: its structure and segment table. */
+static u64 mr_peer_mem(const struct mr_dev *dev)
+{
+	return kmalloc_size_roundup(sizeof(struct mr_peer)) +
+	       kmalloc_size_roundup(array_size(dev->conn_cfg.seg_wnd,
+					       sizeof(struct mr_seg)));
+}
+
+/* Called by an RTR, so the process that asked pays for the memory. */
 static struct mr_peer *mr_peer_create(struct mr_dev *dev,
 				      const struct mr_addr *addr)
 {
@@ -335,23 +355,25 @@ static struct mr_peer *mr_peer_create(struct mr_dev *dev,
 	u32 epoch;
 	int i;
 
-	peer = kzalloc(sizeof(*peer), GFP_KERNEL);
+	peer = kzalloc(sizeof(*peer), GFP_KERNEL_ACCOUNT);
 	if (!peer)
 		return NULL;
 	peer->segs = kvcalloc(dev->conn_cfg.seg_wnd, sizeof(*peer->segs),
-			      GFP_KERNEL);
+			      GFP_KERNEL_ACCOUNT);
 	if (!peer->segs)
 		goto err;
 	for (i = 0; i < MR_MAX_PATHS; i++)
-		if (dst_cache_init(&peer->dst[i], GFP_KERNEL))
+		if (dst_cache_init(&peer->dst[i], GFP_KERNEL_ACCOUNT))
 			goto err;
 	spin_lock_init(&peer->lock);
 	peer->dev = dev;
 	peer->addr = *addr;
+	peer->mem = mr_peer_mem(dev);
 	peer->timer_at = MR_U64_MAX;
 	INIT_LIST_HEAD(&peer->work_node);
 	INIT_LIST_HEAD(&peer->rx_node);
 	INIT_LIST_HEAD(&peer->fs_node);
+	INIT_LIST_HEAD(&peer->idle_node);
 	hrtimer_init(&peer->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	peer->timer.function = mr_peer_timer_fn;
 	do {
@@ -365,39 +387,6 @@ static struct mr_peer *mr_peer_create(struct mr_dev *dev,
 err:
 	mr_peer_free(peer);
 	return NULL;
-}
-
-struct mr_peer *mr_peer_attach(struct mr_dev *dev, const struct mr_addr *addr)
-{
-	struct mr_peer *peer;
-
-	mutex_lock(&dev->peers_lock);
-	rcu_read_lock();
-	peer = mr_peer_lookup_rcu(dev, &addr->local, &addr->remote);
-	rcu_read_unlock();
-	if (!peer && !mr_fs_reserve(dev, dev->npeers + 1)) {
-		peer = mr_peer_create(dev, addr);
-		if (peer) {
-			hlist_add_head_rcu(&peer->node,
-					   &dev->peers[mr_peer_hash(&addr->local,
-								    &addr->remote)]);
-			dev->npeers++;
-		}
-	}
-	if (peer)
-		peer->nqps++;
-	mutex_unlock(&dev->peers_lock);
-	return peer;
-}
-
-void mr_peer_detach(struct mr_peer *peer)
-{
-	struct mr_dev *dev = peer->dev;
-
-	mutex_lock(&dev->peers_lock);
-	if (!--peer->nqps)
-		peer->idle_since = ktime_get_ns();
-	mutex_unlock(&dev->peers_lock);
 }
 
 static void mr_totals_add(struct mr_totals *t, const struct mr_conn *c)
@@ -418,7 +407,9 @@ static void mr_peer_retire(struct mr_dev *dev, struct mr_peer *peer)
 {
 	lockdep_assert_held(&dev->peers_lock);
 	hlist_del_rcu(&peer->node);
+	list_del_init(&peer->idle_node);
 	dev->npeers--;
+	dev->peers_mem -= peer->mem;
 	spin_lock_bh(&peer->lock);
 	peer->dead = true;
 	mr_fs_leave(peer);
@@ -430,7 +421,76 @@ static void mr_peer_retire(struct mr_dev *dev, struct mr_peer *peer)
 	spin_unlock_irq(&dev->work_lock);
 }
 
-/* Free peers that have had no QP for MR_PEER_IDLE_NS and are idle. */
+/*
+ * Room for a peer that holds @mem bytes, within the device's limits, made by
+ * freeing peers that no QP uses, longest unused first: 0, or -ENOMEM when
+ * they are not enough. peers_lock held.
+ */
+static int mr_peers_make_room(struct mr_dev *dev, u64 mem)
+{
+	u64 max_mem = (u64)dev->max_peer_mem_mb << 20;
+	struct mr_peer *peer;
+
+	lockdep_assert_held(&dev->peers_lock);
+	while (dev->npeers >= dev->max_peers ||
+	       dev->peers_mem + mem > max_mem) {
+		peer = list_first_entry_or_null(&dev->peers_idle,
+						struct mr_peer, idle_node);
+		if (!peer) {
+			dev->peers_refused++;
+			return -ENOMEM;
+		}
+		mr_peer_retire(dev, peer);
+		dev->peers_evicted++;
+		/* Freed once NAPI polls that may hold it are done. */
+		call_rcu(&peer->rcu, mr_peer_free_rcu);
+	}
+	return 0;
+}
+
+struct mr_peer *mr_peer_attach(struct mr_dev *dev, const struct mr_addr *addr)
+{
+	struct mr_peer *peer;
+
+	mutex_lock(&dev->peers_lock);
+	rcu_read_lock();
+	peer = mr_peer_lookup_rcu(dev, &addr->local, &addr->remote);
+	rcu_read_unlock();
+	if (!peer && !mr_peers_make_room(dev, mr_peer_mem(dev)) &&
+	    !mr_fs_reserve(dev, dev->npeers + 1)) {
+		peer = mr_peer_create(dev, addr);
+		if (peer) {
+			hlist_add_head_rcu(&peer->node,
+					   &dev->peers[mr_peer_hash(&addr->local,
+								    &addr->remote)]);
+			dev->npeers++;
+			dev->peers_mem += peer->mem;
+		}
+	}
+	/* In use again: not a candidate for freeing. */
+	if (peer && !peer->nqps++)
+		list_del_init(&peer->idle_node);
+	mutex_unlock(&dev->peers_lock);
+	return peer;
+}
+
+void mr_peer_detach(struct mr_peer *peer)
+{
+	struct mr_dev *dev = peer->dev;
+
+	mutex_lock(&dev->peers_lock);
+	if (!--peer->nqps) {
+		peer->idle_since = ktime_get_ns();
+		list_add_tail(&peer->idle_node, &dev->peers_idle);
+	}
+	mutex_unlock(&dev->peers_lock);
+}
+
+/*
+ * Free peers that have had no QP for MR_PEER_IDLE_NS and are idle, or that
+ * never had an answer from their remote end: nothing of theirs can still
+ * reach it, and keeping them would only send into nothing.
+ */
 static void mr_peer_gc(struct work_struct *work)
 {
 	struct mr_dev *dev = container_of(to_delayed_work(work), struct mr_dev,
@@ -452,7 +512,8 @@ static void mr_peer_gc(struct work_struct *work)
 			if (peer->nqps || now - peer->idle_since < MR_PEER_IDLE_NS)
 				continue;
 			spin_lock_bh(&peer->lock);
-			idle = mr_conn_idle(&peer->conn);
+			idle = mr_conn_idle(&peer->conn) ||
+			       !peer->conn.peer_epoch;
 			spin_unlock_bh(&peer->lock);
 			if (!idle && now - peer->idle_since < 30 * MR_PEER_IDLE_NS)
 				continue;
@@ -489,6 +550,7 @@ int mr_peers_init(struct mr_dev *dev)
 		INIT_HLIST_HEAD(&dev->peers[i]);
 	seqlock_init(&dev->cookie_lock);
 	mr_cookie_rotate(dev, ktime_get_ns());
+	INIT_LIST_HEAD(&dev->peers_idle);
 	INIT_DELAYED_WORK(&dev->peer_gc, mr_peer_gc);
 	queue_delayed_work(mr_wq, &dev->peer_gc, MR_PEER_GC_PERIOD);
 	return 0;
@@ -503,6 +565,8 @@ void mr_peers_destroy(struct mr_dev *dev)
 
 	dev->peers_stopping = true;
 	cancel_delayed_work_sync(&dev->peer_gc);
+	/* Peers freed to make room are freed before the device. */
+	rcu_barrier();
 	mutex_lock(&dev->peers_lock);
 	for (b = 0; b < MR_PEER_HASH; b++) {
 		hlist_for_each_entry_safe(peer, tmp, &dev->peers[b], node) {

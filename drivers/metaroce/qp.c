@@ -121,7 +121,8 @@ static int mr_sring_init(struct mr_sring *r, u32 size, u32 max_sge,
 	/* Free-running u32 indices map onto slots only for a power of two. */
 	r->size = roundup_pow_of_two(max(size, 1U));
 	r->stride = ALIGN(sizeof(struct mr_swqe) + payload, 8);
-	r->buf = kvcalloc(r->size, r->stride, GFP_KERNEL);
+	/* The process's memory: charged to it (as are all its rings). */
+	r->buf = kvcalloc(r->size, r->stride, GFP_KERNEL_ACCOUNT);
 	r->head = 0;
 	r->eng = 0;
 	r->tail = 0;
@@ -757,6 +758,8 @@ void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 	struct ib_wc wc = {};
 	unsigned long flags;
 	bool ipv4 = skb->protocol == htons(ETH_P_IP);
+	/* An SRQ's WQE is copied into rw whole (mr_srq_take()). */
+	static_assert(ARRAY_SIZE(rw.sge) >= METAROCE_MAX_SRQ_SGE);
 
 	if (READ_ONCE(qp->state) < IB_QPS_RTR ||
 	    READ_ONCE(qp->state) > IB_QPS_SQD || h->qkey != qp->attr.qkey) {
@@ -1007,6 +1010,43 @@ static bool mr_sq_ring_opcode_ok(struct mr_ibqp *qp, u32 opcode)
 				 IB_SEND_SOLICITED | IB_SEND_INLINE)
 
 /*
+ * Take a private copy of the work request the process wrote at @usw: each
+ * field is read exactly once (READ_ONCE), so that what is checked is what
+ * is used, whatever the process writes meanwhile. False if a reserved word
+ * is not zero (those of a UD work request's address too): a newer provider
+ * may give them a meaning, which this kernel would not honour.
+ */
+static bool mr_sq_ring_read(const struct mr_ibqp *qp,
+			    const struct metaroce_swqe *usw,
+			    struct metaroce_swqe *uw)
+{
+	uw->wr_id = READ_ONCE(usw->wr_id);
+	uw->opcode = READ_ONCE(usw->opcode);
+	uw->send_flags = READ_ONCE(usw->send_flags);
+	uw->num_sge = READ_ONCE(usw->num_sge);
+	uw->inline_len = READ_ONCE(usw->inline_len);
+	uw->rkey = READ_ONCE(usw->rkey);
+	uw->imm = READ_ONCE(usw->imm);
+	uw->reserved[0] = READ_ONCE(usw->reserved[0]);
+	uw->reserved[1] = READ_ONCE(usw->reserved[1]);
+	if (!mr_qp_is_rc(qp)) {
+		uw->ud.ahn = READ_ONCE(usw->ud.ahn);
+		uw->ud.remote_qpn = READ_ONCE(usw->ud.remote_qpn);
+		uw->ud.remote_qkey = READ_ONCE(usw->ud.remote_qkey);
+		uw->ud.reserved[0] = READ_ONCE(usw->ud.reserved[0]);
+		uw->ud.reserved[1] = READ_ONCE(usw->ud.reserved[1]);
+		uw->ud.reserved[2] = READ_ONCE(usw->ud.reserved[2]);
+		return !uw->reserved[0] && !uw->reserved[1] &&
+		       !uw->ud.reserved[0] && !uw->ud.reserved[1] &&
+		       !uw->ud.reserved[2];
+	}
+	uw->remote_addr = READ_ONCE(usw->remote_addr);
+	uw->compare_add = READ_ONCE(usw->compare_add);
+	uw->swap = READ_ONCE(usw->swap);
+	return !uw->reserved[0] && !uw->reserved[1];
+}
+
+/*
  * Copy the work request in ring slot @idx into send queue slot @idx, once,
  * and check it as POST_SEND would (sq_lock held, any context). One that
  * fails becomes a refused WQE, which completes with IB_WC_LOC_QP_OP_ERR.
@@ -1030,7 +1070,8 @@ static void mr_sq_ring_take(struct mr_ibqp *qp, u32 idx)
 	bool inl;
 	u32 i;
 
-	memcpy(&uw, slot, sizeof(uw));
+	if (!mr_sq_ring_read(qp, (const struct metaroce_swqe *)slot, &uw))
+		goto refuse;
 	slot += sizeof(uw);
 	if (!mr_sq_ring_opcode_ok(qp, uw.opcode) ||
 	    (uw.send_flags & ~MR_SQ_RING_SEND_FLAGS))
@@ -1070,12 +1111,12 @@ static void mr_sq_ring_take(struct mr_ibqp *qp, u32 idx)
 		if (uw.num_sge > qp->max_send_sge)
 			goto refuse;
 		for (i = 0; i < uw.num_sge; i++) {
-			struct metaroce_sge sge;
+			const struct metaroce_sge *sge =
+				(const struct metaroce_sge *)slot + i;
 
-			memcpy(&sge, slot + i * sizeof(sge), sizeof(sge));
-			p.sge[i].addr = sge.addr;
-			p.sge[i].length = sge.length;
-			p.sge[i].lkey = sge.lkey;
+			p.sge[i].addr = READ_ONCE(sge->addr);
+			p.sge[i].length = READ_ONCE(sge->length);
+			p.sge[i].lkey = READ_ONCE(sge->lkey);
 		}
 		wr->sg_list = p.sge;
 		wr->num_sge = uw.num_sge;
@@ -1424,8 +1465,8 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct mr_dev *dev = to_mr_dev(ibqp->device);
 	struct mr_ibqp *qp = to_mr_ibqp(ibqp);
 	struct ib_qp_cap *cap = &init->cap;
-	struct mr_msg *msgs;
-	struct mr_rmsg *rmsgs;
+	struct mr_msg *msgs = NULL;
+	struct mr_rmsg *rmsgs = NULL;
 	u32 qpn, slots;
 	int err;
 
@@ -1442,6 +1483,9 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			   cap->max_recv_sge > METAROCE_MAX_SGE))
 		return -EINVAL;
 
+	err = mr_limit_take(dev, MR_LIM_QP);
+	if (err)
+		return err;
 	qp->dev = dev;
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->released);
@@ -1458,7 +1502,7 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = mr_sring_init(&qp->sq, cap->max_send_wr, qp->max_send_sge,
 			    qp->max_inline);
 	if (err)
-		return err;
+		goto err_sq;
 	/*
 	 * The engine's message slots: a work request holds its send slot
 	 * until it is retired, so no more messages than the send queue holds
@@ -1466,8 +1510,8 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	 * mr_qp_init() hands them to qp->eng, which owns them from then on.
 	 */
 	slots = min_t(u32, roundup_pow_of_two(max(qp->sq.size, 1U)), MR_MSG_WND);
-	msgs = kcalloc(slots, sizeof(*msgs), GFP_KERNEL);
-	rmsgs = kcalloc(MR_MSG_WND, sizeof(*rmsgs), GFP_KERNEL);
+	msgs = kcalloc(slots, sizeof(*msgs), GFP_KERNEL_ACCOUNT);
+	rmsgs = kcalloc(MR_MSG_WND, sizeof(*rmsgs), GFP_KERNEL_ACCOUNT);
 	if (!msgs || !rmsgs) {
 		err = -ENOMEM;
 		goto err_sq;
@@ -1477,7 +1521,8 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 		qp->srq_stride = sizeof(struct mr_rwqe) +
 				 srq->ring.max_sge * sizeof(struct ib_sge);
-		qp->srq_bound = kcalloc(MR_MSG_WND, qp->srq_stride, GFP_KERNEL);
+		qp->srq_bound = kcalloc(MR_MSG_WND, qp->srq_stride,
+					GFP_KERNEL_ACCOUNT);
 		if (!qp->srq_bound) {
 			err = -ENOMEM;
 			goto err_sq;
@@ -1536,6 +1581,7 @@ err_sq:
 	kfree(rmsgs);
 	kfree(msgs);
 	kvfree(qp->sq.buf);
+	mr_limit_drop(dev, MR_LIM_QP);
 	return err;
 }
 
@@ -1605,6 +1651,7 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	mr_umap_remove(qp->sq_umap);
 	mr_urq_remove(&qp->rq_user);
 	rdma_destroy_ah_attr(&qp->attr.ah_attr);
+	mr_limit_drop(dev, MR_LIM_QP);
 	return 0;
 }
 
@@ -1766,6 +1813,31 @@ static void mr_qp_to_err(struct mr_ibqp *qp)
 	mr_qp_flush_rq(qp);
 }
 
+/*
+ * Take the QP out of the data path's sight: NAPI finds a QP by its number
+ * (mr_qp_get(), mr_peer_lookup_qp()) and holds a reference while it handles
+ * a packet or serves the QP. Once the number names no QP and those
+ * references are gone, only the caller reads or writes the QP's engine
+ * state, rings and completions, until mr_qp_unhide(). state_lock held.
+ */
+static void mr_qp_hide(struct mr_ibqp *qp)
+{
+	/* Stored as a reservation, which mr_qp_unhide() fills in place. */
+	xa_store_bh(&qp->dev->qps, qp->ibqp.qp_num, NULL, GFP_KERNEL);
+	mr_qp_put(qp);
+	wait_for_completion(&qp->released);
+}
+
+static void mr_qp_unhide(struct mr_ibqp *qp)
+{
+	void *old;
+
+	reinit_completion(&qp->released);
+	refcount_set(&qp->ref, 1);
+	old = xa_store_bh(&qp->dev->qps, qp->ibqp.qp_num, qp, GFP_KERNEL);
+	WARN_ON_ONCE(xa_is_err(old));
+}
+
 static void mr_qp_to_reset(struct mr_ibqp *qp)
 {
 	unsigned long flags;
@@ -1773,6 +1845,13 @@ static void mr_qp_to_reset(struct mr_ibqp *qp)
 
 	WRITE_ONCE(qp->state, IB_QPS_RESET);
 	mr_qp_unpeer(qp);
+	/*
+	 * No packet or service round of NAPI may run on the QP while it is
+	 * cleared: one that took a receive before the reset could otherwise
+	 * complete it after, and the engine state is rewritten without the
+	 * lock of a peer.
+	 */
+	mr_qp_hide(qp);
 	mr_qp_clean_cqs(qp);
 	/* Same slots: mr_qp_init() clears them. */
 	mr_qp_init(&qp->eng, qp->ibqp.qp_num, qp->eng.sq, qp->eng.sq_slots,
@@ -1806,6 +1885,7 @@ static void mr_qp_to_reset(struct mr_ibqp *qp)
 	qp->rq.tail = start;
 	qp->rq_ssn = 0;
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	mr_qp_unhide(qp);
 }
 
 int mr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,

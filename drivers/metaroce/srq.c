@@ -41,7 +41,7 @@ int mr_rring_init(struct mr_rring *r, u32 size, u32 max_sge)
 			  sizeof(u64));
 	r->head = 0;
 	r->tail = 0;
-	r->buf = kvcalloc(r->size, r->stride, GFP_KERNEL);
+	r->buf = kvcalloc(r->size, r->stride, GFP_KERNEL_ACCOUNT);
 	return r->buf ? 0 : -ENOMEM;
 }
 
@@ -282,7 +282,7 @@ static int mr_srq_ring_create(struct mr_srq *srq, struct ib_srq_attr *attr,
  * @udata: struct metaroce_create_srq_req/resp: a ring, if asked for
  *
  * Return: 0, -EOPNOTSUPP (other SRQ types, unknown request bits), -EINVAL
- * or -ENOMEM.
+ * or -ENOMEM (also when the device has METAROCE_MAX_SRQ SRQs).
  */
 int mr_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		  struct ib_udata *udata)
@@ -297,17 +297,20 @@ int mr_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	    attr->max_sge > METAROCE_MAX_SRQ_SGE)
 		return -EINVAL;
 
+	err = mr_limit_take(to_mr_dev(ibsrq->device), MR_LIM_SRQ);
+	if (err)
+		return err;
 	spin_lock_init(&srq->lock);
 	srq->limit = 0;
 	err = mr_srq_ring_create(srq, attr, udata);
-	if (err)
-		return err;
 	/* An SRQ without SGEs could only take zero-length messages. */
-	if (!srq->user.ring) {
+	if (!err && !srq->user.ring)
 		err = mr_rring_init(&srq->ring, attr->max_wr,
 				    max_t(u32, attr->max_sge, 1));
-		if (err)
-			return err;
+	if (err) {
+		mr_urq_remove(&srq->user);
+		mr_limit_drop(to_mr_dev(ibsrq->device), MR_LIM_SRQ);
+		return err;
 	}
 
 	attr->max_wr = srq->ring.size;
@@ -401,6 +404,7 @@ int mr_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 
 	mr_urq_remove(&srq->user);
 	mr_rring_free(&srq->ring);
+	mr_limit_drop(to_mr_dev(ibsrq->device), MR_LIM_SRQ);
 	return 0;
 }
 

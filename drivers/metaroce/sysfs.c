@@ -11,13 +11,26 @@
  * apply at once to every live connection of the device; "paths" changes
  * the shape of a connection and is refused with EBUSY while the device has
  * connections.
+ *
+ * Writing a tunable takes CAP_NET_ADMIN in the user namespace that owns the
+ * network namespace the device sends in, whatever the file's mode lets the
+ * writer open (root of another user namespace, a process that dropped the
+ * capability): EPERM otherwise.
  */
 
+#include <linux/capability.h>
 #include <linux/device.h>
 #include <linux/sysfs.h>
+#include <net/net_namespace.h>
 #include <uapi/rdma/metaroce-abi.h>
 
 #include "metaroce.h"
+
+/* May the caller change @dev's tunables? */
+static bool mr_tunable_capable(struct mr_dev *dev)
+{
+	return ns_capable(dev_net(dev->ndev)->user_ns, CAP_NET_ADMIN);
+}
 
 static ssize_t abi_version_show(struct device *device,
 				struct device_attribute *attr, char *buf)
@@ -87,6 +100,8 @@ static ssize_t mr_tunable_store(struct device *device,
 	u32 v;
 	int err;
 
+	if (!mr_tunable_capable(dev))
+		return -EPERM;
 	err = kstrtou32(buf, 0, &v);
 	if (err)
 		return err;
@@ -167,6 +182,8 @@ static ssize_t host_window_store(struct device *device,
 	u32 v;
 	int err;
 
+	if (!mr_tunable_capable(dev))
+		return -EPERM;
 	err = kstrtou32(buf, 0, &v);
 	if (err)
 		return err;
@@ -187,11 +204,14 @@ static ssize_t mr_dscp_show(u8 *tclass, char *buf)
 	return sysfs_emit(buf, "%u\n", READ_ONCE(*tclass) >> 2);
 }
 
-static ssize_t mr_dscp_store(u8 *tclass, const char *buf, size_t count)
+static ssize_t mr_dscp_store(struct mr_dev *dev, u8 *tclass, const char *buf,
+			     size_t count)
 {
 	u8 v;
 	int err;
 
+	if (!mr_tunable_capable(dev))
+		return -EPERM;
 	err = kstrtou8(buf, 0, &v);
 	if (err)
 		return err;
@@ -214,7 +234,7 @@ static ssize_t dscp_store(struct device *device, struct device_attribute *attr,
 {
 	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
 
-	return mr_dscp_store(&dev->tclass, buf, count);
+	return mr_dscp_store(dev, &dev->tclass, buf, count);
 }
 static DEVICE_ATTR_RW(dscp);
 
@@ -232,9 +252,85 @@ static ssize_t ctrl_dscp_store(struct device *device,
 {
 	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
 
-	return mr_dscp_store(&dev->ctrl_tclass, buf, count);
+	return mr_dscp_store(dev, &dev->ctrl_tclass, buf, count);
 }
 static DEVICE_ATTR_RW(ctrl_dscp);
+
+/*
+ * max_peers, max_peer_mem_mb: how many peers (connections) the device may
+ * hold and how much memory they may hold together (MiB). A connection to
+ * a new peer (an RC QP's RTR) first frees peers that have no QP left,
+ * longest unused first; when none can go, it is refused with ENOMEM
+ * (peer.c). Lowering a limit below what the device holds frees nothing at
+ * once: it applies to the next connection.
+ */
+static ssize_t mr_peer_limit_show(struct mr_dev *dev, const u32 *limit,
+				  char *buf)
+{
+	u32 v;
+
+	mutex_lock(&dev->peers_lock);
+	v = *limit;
+	mutex_unlock(&dev->peers_lock);
+	return sysfs_emit(buf, "%u\n", v);
+}
+
+static ssize_t mr_peer_limit_store(struct mr_dev *dev, u32 *limit, u32 max,
+				   const char *buf, size_t count)
+{
+	u32 v;
+	int err;
+
+	if (!mr_tunable_capable(dev))
+		return -EPERM;
+	err = kstrtou32(buf, 0, &v);
+	if (err)
+		return err;
+	if (!v || v > max)
+		return -EINVAL;
+	mutex_lock(&dev->peers_lock);
+	*limit = v;
+	mutex_unlock(&dev->peers_lock);
+	return count;
+}
+
+static ssize_t max_peers_show(struct device *device,
+			      struct device_attribute *attr, char *buf)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_peer_limit_show(dev, &dev->max_peers, buf);
+}
+
+static ssize_t max_peers_store(struct device *device,
+			       struct device_attribute *attr, const char *buf,
+			       size_t count)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_peer_limit_store(dev, &dev->max_peers, MR_MAX_PEERS_MAX, buf,
+				   count);
+}
+static DEVICE_ATTR_RW(max_peers);
+
+static ssize_t max_peer_mem_mb_show(struct device *device,
+				    struct device_attribute *attr, char *buf)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_peer_limit_show(dev, &dev->max_peer_mem_mb, buf);
+}
+
+static ssize_t max_peer_mem_mb_store(struct device *device,
+				     struct device_attribute *attr,
+				     const char *buf, size_t count)
+{
+	struct mr_dev *dev = to_mr_dev(rdma_device_to_ibdev(device));
+
+	return mr_peer_limit_store(dev, &dev->max_peer_mem_mb,
+				   MR_MAX_PEER_MEM_MB_MAX, buf, count);
+}
+static DEVICE_ATTR_RW(max_peer_mem_mb);
 
 static struct attribute *mr_attrs[] = {
 	&dev_attr_abi_version.attr,
@@ -262,6 +358,8 @@ static struct attribute *mr_attrs[] = {
 	&dev_attr_host_window.attr,
 	&dev_attr_dscp.attr,
 	&dev_attr_ctrl_dscp.attr,
+	&dev_attr_max_peers.attr,
+	&dev_attr_max_peer_mem_mb.attr,
 	NULL
 };
 

@@ -26,6 +26,32 @@ static inline struct mr_pd *to_mr_pd(struct ib_pd *ibpd)
 	return container_of(ibpd, struct mr_pd, ibpd);
 }
 
+/*
+ * The device limits that no allocator of ours enforces by itself: PDs and
+ * MRs take their numbers from allocators bounded by METAROCE_MAX_PD and
+ * METAROCE_MAX_MR, which say ENOMEM when they run out. The GSI QP counts
+ * too: a device always has one.
+ */
+static const u32 mr_limit_max[MR_LIM_NR] = {
+	[MR_LIM_QP] = METAROCE_MAX_QP,
+	[MR_LIM_CQ] = METAROCE_MAX_CQ,
+	[MR_LIM_SRQ] = METAROCE_MAX_SRQ,
+	[MR_LIM_AH] = METAROCE_MAX_AH,
+};
+
+int mr_limit_take(struct mr_dev *dev, enum mr_limited res)
+{
+	if (atomic_inc_return(&dev->limited[res]) <= mr_limit_max[res])
+		return 0;
+	atomic_dec(&dev->limited[res]);
+	return -ENOMEM;
+}
+
+void mr_limit_drop(struct mr_dev *dev, enum mr_limited res)
+{
+	atomic_dec(&dev->limited[res]);
+}
+
 static int mr_query_device(struct ib_device *ibdev,
 			   struct ib_device_attr *attr, struct ib_udata *udata)
 {

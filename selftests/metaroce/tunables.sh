@@ -6,7 +6,8 @@
 # Documentation/admin-guide.rst describes them:
 #
 #   module_params   modprobe with a combination the transport refuses
-#                   (dead_after=256; min_window above max_window) fails
+#                   (dead_after=256; min_window above max_window; max_peers
+#                   0; max_peer_mem_mb past 1 TiB) fails
 #                   with EINVAL and loads nothing; with valid ones, a new
 #                   device starts with them (0 keeps the default)
 #   defaults        each tunable in /sys/class/infiniband/DEV/metaroce/
@@ -30,6 +31,10 @@
 #                   end: with dscp 10 and ctrl_dscp 48, A's data packets
 #                   carry DSCP 10 and B's ACKs DSCP 48; with both 0, B's
 #                   ACKs go out at TC_PRIO_CONTROL and A's data does not
+#   capability      writing a tunable takes CAP_NET_ADMIN, not only the
+#                   file's mode: root of a user namespace of its own
+#                   (unshare -U -r), and root without the capability
+#                   (setpriv), both get EPERM, and the value stays
 . "$(dirname "$0")/lib.sh"
 mr_require_module
 
@@ -37,7 +42,7 @@ DOC=$MR_TOP/Documentation/admin-guide.rst
 TUNABLES=(paths rto_min_us rto_max_us rto_init_us probe_us dead_after
 	reorder_thresh ack_delay_us ack_every msg_ack_us init_window min_window
 	max_window ai_bytes ecn_shift repick_alpha pacing announce
-	rx_capacity_mbps host_window dscp ctrl_dscp)
+	rx_capacity_mbps host_window dscp ctrl_dscp max_peers max_peer_mem_mb)
 PORT=18620
 
 # doc_default NAME: the default in the tunables table ("``NAME``  VALUE").
@@ -57,6 +62,7 @@ write_errno() {
 		case $out in
 		*"Invalid argument"*) echo EINVAL ;;
 		*"Device or resource busy"*) echo EBUSY ;;
+		*"Operation not permitted"*) echo EPERM ;;
 		*) echo "other: $out" ;;
 		esac
 	fi
@@ -75,8 +81,15 @@ module_params() {
 		mr_fail "modprobe min_window above max_window succeeded"
 	assert_match "min_window > max_window: EINVAL" "Invalid argument" "$out"
 	dmesg | grep -F "transport parameters are invalid" | tail -n 1
+	out=$(modprobe "$MR_MOD" max_peers=0 2>&1) &&
+		mr_fail "modprobe max_peers=0 succeeded"
+	assert_match "max_peers=0: EINVAL" "Invalid argument" "$out"
+	out=$(modprobe "$MR_MOD" max_peer_mem_mb=1048577 2>&1) &&
+		mr_fail "modprobe max_peer_mem_mb=1048577 succeeded"
+	assert_match "max_peer_mem_mb=1048577: EINVAL" "Invalid argument" "$out"
 	assert_ok "modprobe with valid parameters" \
-		modprobe "$MR_MOD" dead_after=5 ack_every=8 pacing=1 ai_bytes=0 paths=4
+		modprobe "$MR_MOD" dead_after=5 ack_every=8 pacing=1 ai_bytes=0 paths=4 \
+		max_peers=100 max_peer_mem_mb=64
 	ip link del mrtun0 2>/dev/null || true
 	mr_defer ip link del mrtun0
 	ip link add mrtun0 type dummy
@@ -85,6 +98,9 @@ module_params() {
 	assert_eq "ack_every from the module" 8 "$(cat "$(tun mrtun_dev ack_every)")"
 	assert_eq "pacing from the module" 1 "$(cat "$(tun mrtun_dev pacing)")"
 	assert_eq "paths from the module" 4 "$(cat "$(tun mrtun_dev paths)")"
+	assert_eq "max_peers from the module" 100 "$(cat "$(tun mrtun_dev max_peers)")"
+	assert_eq "max_peer_mem_mb from the module" 64 \
+		"$(cat "$(tun mrtun_dev max_peer_mem_mb)")"
 	assert_eq "ai_bytes=0 keeps the default" "$(doc_default ai_bytes)" \
 		"$(cat "$(tun mrtun_dev ai_bytes)")"
 }
@@ -134,6 +150,42 @@ invalid() {
 	refused dscp 64
 	refused ctrl_dscp 64
 	refused ctrl_dscp abc
+	refused max_peers 0
+	refused max_peers 1048577
+	refused max_peer_mem_mb 0
+	refused max_peer_mem_mb 1048577
+}
+
+# unprivileged WRAPPER... NAME VALUE: writing VALUE to tunable NAME under
+# WRAPPER (a command that runs the rest) is refused with EPERM, and the
+# tunable keeps its value.
+unprivileged() {
+	local f before out n=$(($# - 2))
+	f=$(tun "$MR_A_DEV" "${@: -2:1}")
+	before=$(cat "$f")
+	# bash, whose error message names the errno (dash's does not).
+	# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+	if out=$("${@:1:n}" bash -c 'printf %s "$1" >"$2"' bash "${@: -1}" "$f" 2>&1); then
+		mr_fail "${*:1:n}: writing ${*: -2} succeeded"
+	fi
+	[[ $out == *"Operation not permitted"* ]] ||
+		mr_fail "${*:1:n}: writing ${*: -2} failed with '$out', expected EPERM"
+	assert_eq "${*: -2:1} unchanged" "$before" "$(cat "$f")"
+}
+
+capability() {
+	local t nocap=(setpriv --inh-caps=-net_admin --bounding-set=-net_admin)
+	# The wrappers work: they can write a file of their own.
+	assert_ok "unshare -U -r runs" unshare -U -r true
+	assert_ok "setpriv runs" "${nocap[@]}" true
+	for t in ack_every paths rx_capacity_mbps host_window dscp ctrl_dscp \
+		max_peers max_peer_mem_mb; do
+		unprivileged unshare -U -r "$t" 7
+		unprivileged "${nocap[@]}" "$t" 7
+	done
+	# With the capability, root writes as before.
+	set_ok ack_every 8
+	set_ok ack_every "$(doc_default ack_every)"
 }
 
 # set_ok NAME VALUE: accepted and read back.
@@ -297,4 +349,5 @@ mr_run defaults defaults
 mr_run invalid invalid
 mr_run live live
 mr_run dscp dscp
+mr_run capability capability
 mr_done

@@ -161,7 +161,9 @@ struct metaroce_cqe {
  * workqueue, and the call returns at once.
  *
  * The kernel copies each work request once and checks it as POST_SEND
- * would; one it refuses completes, in its place, with IB_WC_LOC_QP_OP_ERR.
+ * would, and that its reserved words (those of ud included, on a UD QP)
+ * are zero; one it refuses completes, in its place, with
+ * IB_WC_LOC_QP_OP_ERR.
  * A producer index more than sq_slots ahead of retired, or behind the work
  * requests already taken, is ignored until it is not. The ring is reset
  * with the QP: retired is then set to producer. POST_SEND with work
@@ -301,7 +303,7 @@ struct metaroce_swqe {
 			__u32 ahn;
 			__u32 remote_qpn;
 			__u32 remote_qkey;
-			__u32 reserved[3];
+			__u32 reserved[3];	/* must be 0 */
 		} ud;
 	};
 	__u32 opcode;
@@ -310,7 +312,7 @@ struct metaroce_swqe {
 	__u32 inline_len;		/* with IBV_SEND_INLINE */
 	__u32 rkey;
 	__u32 imm;
-	__u32 reserved[2];
+	__u32 reserved[2];		/* must be 0 */
 };
 
 struct metaroce_sge {
