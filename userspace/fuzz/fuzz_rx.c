@@ -683,6 +683,16 @@ static void struct_data(int ce)
 		break;
 	}
 	h.tsval = (u32)S.now;
+	/*
+	 * A SYN names where the sender's data starts (the model's first DSN)
+	 * and echoes our epoch, as a peer that heard from us does: without
+	 * them the receiver's window would start at DSN 0 and refuse all the
+	 * model's data as dsn_window.
+	 */
+	if (h.flags & MR_F_SYN) {
+		h.syn_dsn = S.peer_epoch;
+		h.syn_echo = S.c.epoch;
+	}
 	if (mr_op_sequenced(h.opcode)) {
 		h.path = b[2] & 15;
 		h.psn = S.peer_psn[h.path] + (u32)(s32)(s8)b[4];
@@ -759,8 +769,7 @@ static void struct_data(int ce)
 	    !(b[13] & 0x20))
 		h.raddr &= ~7ull;
 	h.rkey = (b[13] & 0x40) ? RKEY ^ 1 : RKEY;
-	/* mostly near the SSN the QP expects next */
-	h.ssn = b[14] & 0x80 ? b[14] : S.q[qi].qp.rq_ssn + (b[14] & 7);
+	h.ssn = b[14];
 	h.imm = h.inv_rkey = b[15];
 	h.swap_add = b[15];
 	h.compare = b[14];
