@@ -9,7 +9,7 @@
  * are only ever appended.
  *
  * All of them, names and values, must fit in one netlink message of
- * NLMSG_DEFAULT_SIZE, or "rdma statistic" fails with EMSGSIZE: the 92 here
+ * NLMSG_DEFAULT_SIZE, or "rdma statistic" fails with EMSGSIZE: the 93 here
  * take about 3.5 KiB of the 3.7 available with 4 KiB pages (140, with three
  * more per path, did not fit). Per-path health is per connection instead,
  * in debugfs and in each RC QP's driver attributes ("rdma resource show qp
@@ -31,6 +31,14 @@ static const u8 mr_drop_counted[] = {
 	MR_DROP_INCONSISTENT, MR_DROP_RNR, MR_DROP_ACCESS, MR_DROP_INV_REQ,
 };
 
+/*
+ * Drop reasons counted since the path counters were added: after them, as
+ * names are only ever appended.
+ */
+static const u8 mr_drop_late[] = {
+	MR_DROP_SSN,
+};
+
 #define MR_PATH_DESCS(n) \
 	[MR_NDEV + MR_NENG + MR_NDROP + 2 * (n)] = { .name = "path" #n "_tx_packets" }, \
 	[MR_NDEV + MR_NENG + MR_NDROP + 2 * (n) + 1] = { .name = "path" #n "_retransmits" }
@@ -40,11 +48,13 @@ enum {
 	MR_NENG = MR_ST_MAX + 1,	/* + "retransmits" */
 	MR_NDROP = ARRAY_SIZE(mr_drop_counted),
 	MR_NPATH = 2 * MR_MAX_PATHS,
-	MR_NALL = MR_NDEV + MR_NENG + MR_NDROP + MR_NPATH,
+	MR_NLATE = ARRAY_SIZE(mr_drop_late),
+	MR_NALL = MR_NDEV + MR_NENG + MR_NDROP + MR_NPATH + MR_NLATE,
 };
 
 #define E(st) (MR_NDEV + (st))
 #define D(i) (MR_NDEV + MR_NENG + (i))
+#define L(i) (MR_NDEV + MR_NENG + MR_NDROP + MR_NPATH + (i))
 
 static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	[MR_CNT_TX_PACKETS]		= { .name = "tx_packets" },
@@ -119,10 +129,14 @@ static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	MR_PATH_DESCS(9), MR_PATH_DESCS(10), MR_PATH_DESCS(11),
 	MR_PATH_DESCS(12), MR_PATH_DESCS(13), MR_PATH_DESCS(14),
 	MR_PATH_DESCS(15),
+
+	[L(0)]	= { .name = "drop_ssn" },
 };
 
 static_assert(MR_ST_MAX == 32, "name every engine counter");
 static_assert(MR_NDROP == 14, "name every counted drop reason");
+static_assert(MR_NLATE == 1 && MR_DROP_NR_REASONS == MR_DROP_SSN + 1,
+	      "name every drop reason added later");
 static_assert(MR_MAX_PATHS == 16, "name every path");
 
 struct rdma_hw_stats *mr_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -163,6 +177,8 @@ int mr_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		v[D(MR_NDROP) + 2 * i] = t->path_tx[i];
 		v[D(MR_NDROP) + 2 * i + 1] = t->path_retx[i];
 	}
+	for (i = 0; i < MR_NLATE; i++)
+		v[L(i)] = t->drops[mr_drop_late[i]];
 	kfree(t);
 	return MR_NALL;
 }

@@ -124,7 +124,8 @@ static void mr_qp_show(struct seq_file *m, struct mr_ibqp *qp, u64 now)
 		   (now - e->last_progress) / NSEC_PER_USEC);
 	if (o)
 		seq_printf(m, " oldest op %u st %u len %u sent %u landed %u segs_out %u fl %u",
-			   o->opcode, o->state, o->len, o->sent, o->landed,
+			   o->opcode, o->state, o->len, o->sent,
+			   o->opcode == MR_WR_READ ? o->seg.lo : 0,
 			   o->segs_out, o->flags);
 	seq_printf(m, " | rq_msn %u fatal %u rnr_nak %u nak_msn %u resp %u ring %u/%u/%u\n",
 		   e->rq_msn & 0xfff, e->fatal, e->rnr_nak, e->nak_msn & 0xfff,

@@ -183,7 +183,8 @@ static inline struct mr_cq *to_mr_cq(struct ib_cq *ibcq)
 /*
  * Queue a completion; calls the completion handler if the CQ is armed for
  * it. On overflow the entry is lost, IB_EVENT_CQ_ERR is raised once, and
- * -ENOSPC returned. Any context.
+ * -ENOSPC returned: QPs push through mr_qp_cq_push(), which then fails the
+ * QP. Any context.
  */
 int mr_cq_push(struct mr_cq *cq, const struct ib_wc *wc, bool solicited);
 void mr_cq_clean(struct mr_cq *cq, struct ib_qp *qp);
@@ -269,7 +270,37 @@ struct mr_srq {
 	u32 limit;		/* armed SRQ limit, 0 if not armed */
 	struct mr_urq user;
 	u32 taken;		/* work requests taken from the user ring */
+	/*
+	 * Work requests a QP took and gave back unused (reset, destroy):
+	 * struct mr_srq_bound blocks, taken again before the ring's.
+	 */
+	struct list_head given;
+	u32 given_cnt;
 };
+
+/*
+ * The receives a QP attached to an SRQ took from it, by SSN: slot
+ * ssn % MR_MSG_WND, for the SSNs from the QP's rq_ssn (the next to
+ * complete) on. Under the QP's rq_lock; given back to the SRQ whole.
+ */
+struct mr_srq_bound {
+	struct list_head node;	/* srq->given, once given back */
+	u64 valid;		/* bit i: slot i holds a receive */
+	u32 stride;		/* bytes per slot */
+	u8 slots[];		/* MR_MSG_WND struct mr_rwqe */
+};
+
+static inline struct mr_rwqe *mr_srq_bound_slot(struct mr_srq_bound *b,
+						u32 i)
+{
+	return (struct mr_rwqe *)(b->slots + (size_t)(i % MR_MSG_WND) *
+				  b->stride);
+}
+
+/* An SRQ's receives for @qp: room for MR_MSG_WND (process context). */
+struct mr_srq_bound *mr_srq_bound_alloc(struct mr_srq *srq);
+/* Give the receives in @b back to @srq, which then owns @b. Any context. */
+void mr_srq_give_back(struct mr_srq *srq, struct mr_srq_bound *b);
 
 static inline struct mr_srq *to_mr_srq(struct ib_srq *ibsrq)
 {
@@ -394,10 +425,17 @@ static inline struct mr_swqe *mr_sring_slot(struct mr_sring *r, u32 idx)
 
 struct mr_peer;
 
-/* mr_ibqp.retire bits: one context reports send completions at a time. */
+/*
+ * mr_ibqp.retire bits: one context reports send completions at a time
+ * (RETIRING, RETIRE_AGAIN); a completion was lost or refused, the QP
+ * fails in the NAPI context (BROKEN); IB_EVENT_QP_LAST_WQE_REACHED was
+ * raised for this error state (LAST_WQE).
+ */
 enum {
 	MR_QP_RETIRING,
 	MR_QP_RETIRE_AGAIN,
+	MR_QP_BROKEN,
+	MR_QP_LAST_WQE,
 };
 
 struct mr_ibqp {
@@ -434,9 +472,8 @@ struct mr_ibqp {
 	spinlock_t rq_lock;
 	struct mr_rring rq;		/* unless ibqp.srq */
 	struct mr_urq rq_user;		/* user QPs: rq's slots, mirrored */
-	u32 rq_ssn;			/* SEND number of the RQ's head WQE */
-	void *srq_bound;		/* MR_MSG_WND WQEs taken from the SRQ */
-	u32 srq_stride;
+	u32 rq_ssn;			/* SSN of the next receive to complete */
+	struct mr_srq_bound *srq_bound;	/* receives taken from the SRQ */
 
 	/* attributes (query_qp) */
 	struct ib_qp_attr attr;
@@ -487,6 +524,12 @@ void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 void mr_qp_eng_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe);
 void mr_qp_eng_error(struct mr_ibqp *qp, int status);
 int mr_qp_eng_bind_recv(struct mr_ibqp *qp, u32 ssn, u64 *cookie, u32 *len);
+/*
+ * Queue @wc of @qp on @cq; if the CQ is full (the completion is lost),
+ * the QP fails (in the NAPI context). Any context.
+ */
+void mr_qp_cq_push(struct mr_ibqp *qp, struct mr_cq *cq,
+		   const struct ib_wc *wc, bool solicited);
 /* The receive WQE an engine receive cookie names. */
 struct mr_rwqe *mr_qp_recv_wqe(struct mr_ibqp *qp, u64 cookie);
 

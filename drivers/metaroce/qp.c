@@ -276,7 +276,7 @@ again:
 		report = wc.status != IB_WC_SUCCESS || qp->sq_sig_all ||
 			 (flags_wr & IB_SEND_SIGNALED);
 		if (report)
-			mr_cq_push(cq, &wc, false);
+			mr_qp_cq_push(qp, cq, &wc, false);
 	}
 	clear_bit(MR_QP_RETIRING, &qp->retire);
 	/* Pairs with the callers' set_bit(AGAIN) before test_and_set_bit(). */
@@ -341,7 +341,7 @@ static u32 mr_qp_rq_pull(struct mr_ibqp *qp)
 	return mr_rring_count(rq);
 }
 
-/* The receive WQE at qp->rq.head is done with; rq_lock held. */
+/* The receive WQE at qp->rq.head (one is queued) is done with; rq_lock held. */
 static void mr_qp_rq_retire(struct mr_ibqp *qp)
 {
 	qp->rq.head++;
@@ -350,6 +350,47 @@ static void mr_qp_rq_retire(struct mr_ibqp *qp)
 		return;
 	/* The slot's copy was taken before: the process may write it now. */
 	smp_store_release(&qp->rq_user.ring->consumer, qp->rq.head);
+}
+
+static void mr_qp_event(struct mr_ibqp *qp, enum ib_event_type type);
+
+/*
+ * In the error state, a QP on an SRQ completes the receives it took, in
+ * SSN order, flushed; then it will take no more: the last WQE is reached.
+ */
+static void mr_qp_flush_srq(struct mr_ibqp *qp)
+{
+	struct mr_cq *cq = to_mr_cq(qp->ibqp.recv_cq);
+	struct mr_srq_bound *b = qp->srq_bound;
+	unsigned long flags;
+
+	for (;;) {
+		struct ib_wc wc = {};
+		u32 n, i = 0;
+
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		/* The lowest SSN held, from rq_ssn on. */
+		for (n = 0; n < MR_MSG_WND; n++) {
+			i = (qp->rq_ssn + n) % MR_MSG_WND;
+			if (b->valid & BIT_ULL(i))
+				break;
+		}
+		if (n == MR_MSG_WND) {
+			spin_unlock_irqrestore(&qp->rq_lock, flags);
+			break;
+		}
+		wc.wr_id = mr_srq_bound_slot(b, i)->wr_id;
+		b->valid &= ~BIT_ULL(i);
+		qp->rq_ssn += n + 1;
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		wc.status = IB_WC_WR_FLUSH_ERR;
+		wc.opcode = IB_WC_RECV;
+		wc.qp = &qp->ibqp;
+		mr_qp_cq_push(qp, cq, &wc, false);
+	}
+	if (READ_ONCE(qp->state) == IB_QPS_ERR &&
+	    !test_and_set_bit(MR_QP_LAST_WQE, &qp->retire))
+		mr_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
 
 /*
@@ -362,8 +403,10 @@ static void mr_qp_flush_rq(struct mr_ibqp *qp)
 	struct mr_cq *cq = to_mr_cq(qp->ibqp.recv_cq);
 	unsigned long flags;
 
-	if (qp->ibqp.srq)
+	if (qp->ibqp.srq) {
+		mr_qp_flush_srq(qp);
 		return;
+	}
 	if (qp->rq_user.ring) {
 		WRITE_ONCE(qp->rq_user.ring->flags, METAROCE_RQ_NEED_WAKEUP);
 		/* The flag before the index: one of us sees the other. */
@@ -383,7 +426,7 @@ static void mr_qp_flush_rq(struct mr_ibqp *qp)
 		wc.status = IB_WC_WR_FLUSH_ERR;
 		wc.opcode = IB_WC_RECV;
 		wc.qp = &qp->ibqp;
-		mr_cq_push(cq, &wc, false);
+		mr_qp_cq_push(qp, cq, &wc, false);
 	}
 }
 
@@ -404,11 +447,39 @@ static void mr_qp_event(struct mr_ibqp *qp, enum ib_event_type type)
 struct mr_rwqe *mr_qp_recv_wqe(struct mr_ibqp *qp, u64 cookie)
 {
 	if (qp->ibqp.srq)
-		return qp->srq_bound +
-		       (size_t)(cookie % MR_MSG_WND) * qp->srq_stride;
+		return mr_srq_bound_slot(qp->srq_bound, (u32)cookie);
 	return mr_rring_slot(&qp->rq, (u32)cookie);
 }
 
+/*
+ * A completion of @qp cannot be reported (its CQ is full, or the engine
+ * named a receive the QP does not hold): the QP fails, from the NAPI
+ * context, where it may take its peer's lock. Any context.
+ */
+static void mr_qp_break(struct mr_ibqp *qp)
+{
+	enum ib_qp_state st = READ_ONCE(qp->state);
+
+	if (st == IB_QPS_RESET || st == IB_QPS_ERR ||
+	    test_and_set_bit(MR_QP_BROKEN, &qp->retire))
+		return;
+	mr_napi_kick_qp(qp);
+}
+
+void mr_qp_cq_push(struct mr_ibqp *qp, struct mr_cq *cq,
+		   const struct ib_wc *wc, bool solicited)
+{
+	if (mr_cq_push(cq, wc, solicited))
+		mr_qp_break(qp);
+}
+
+/*
+ * The engine's receive for @ssn: the ssn-th posted (engine.rst, 5.5). A QP
+ * on an SRQ takes one into slot ssn % MR_MSG_WND of its block, and gives
+ * the same one again for the same SSN (after an RNR rewind); the engine
+ * keeps the SSNs it binds within MR_MSG_WND of the next to complete, and
+ * so, without relying on it, does this.
+ */
 int mr_qp_eng_bind_recv(struct mr_ibqp *qp, u32 ssn, u64 *cookie, u32 *len)
 {
 	struct mr_rwqe *w;
@@ -416,10 +487,24 @@ int mr_qp_eng_bind_recv(struct mr_ibqp *qp, u32 ssn, u64 *cookie, u32 *len)
 	u32 idx;
 
 	if (qp->ibqp.srq) {
-		w = mr_qp_recv_wqe(qp, ssn);
-		if (mr_srq_take(to_mr_srq(qp->ibqp.srq), w))
+		struct mr_srq_bound *b = qp->srq_bound;
+
+		idx = ssn % MR_MSG_WND;
+		w = mr_srq_bound_slot(b, idx);
+		/*
+		 * Only the engine's bind and completion (under the peer's
+		 * lock) change the slots while the QP is attached.
+		 */
+		if (ssn - READ_ONCE(qp->rq_ssn) >= MR_MSG_WND)
 			return -1;
-		*cookie = ssn % MR_MSG_WND;
+		if (!(READ_ONCE(b->valid) & BIT_ULL(idx))) {
+			if (mr_srq_take(to_mr_srq(qp->ibqp.srq), w))
+				return -1;
+			spin_lock_irqsave(&qp->rq_lock, flags);
+			b->valid |= BIT_ULL(idx);
+			spin_unlock_irqrestore(&qp->rq_lock, flags);
+		}
+		*cookie = idx;
 		*len = w->length;
 		return 0;
 	}
@@ -436,13 +521,44 @@ int mr_qp_eng_bind_recv(struct mr_ibqp *qp, u32 ssn, u64 *cookie, u32 *len)
 	return 0;
 }
 
+/*
+ * The engine completes receives in SSN order, each once: the one at the
+ * head of the receive queue (of the SRQ slots). Anything else is refused
+ * and fails the QP, counted as an SSN violation.
+ */
 static void mr_qp_recv_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe)
 {
-	struct mr_rwqe *w = mr_qp_recv_wqe(qp, cqe->cookie);
 	struct ib_wc wc = {};
 	unsigned long flags;
+	bool ok;
 
-	wc.wr_id = w->wr_id;
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	if (qp->ibqp.srq) {
+		struct mr_srq_bound *b = qp->srq_bound;
+		u32 idx = qp->rq_ssn % MR_MSG_WND;
+
+		ok = cqe->cookie == idx && (b->valid & BIT_ULL(idx));
+		if (ok) {
+			wc.wr_id = mr_srq_bound_slot(b, idx)->wr_id;
+			b->valid &= ~BIT_ULL(idx);
+			qp->rq_ssn++;
+		}
+	} else {
+		ok = qp->rq.head != qp->rq.tail &&
+		     cqe->cookie == (u64)qp->rq.head;
+		if (ok) {
+			wc.wr_id = mr_rring_slot(&qp->rq, qp->rq.head)->wr_id;
+			mr_qp_rq_retire(qp);
+		}
+	}
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	if (!ok) {
+		/* Under the peer's lock (an engine callback). */
+		if (qp->eng.conn)
+			qp->eng.conn->drops[MR_DROP_SSN]++;
+		mr_qp_break(qp);
+		return;
+	}
 	wc.status = mr_wc_status(cqe->status);
 	wc.opcode = cqe->opcode == MR_WC_RECV ? IB_WC_RECV :
 						IB_WC_RECV_RDMA_WITH_IMM;
@@ -464,13 +580,7 @@ static void mr_qp_recv_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe)
 					       MR_CNT_REMOTE_INV, 1);
 		}
 	}
-	if (!qp->ibqp.srq) {
-		spin_lock_irqsave(&qp->rq_lock, flags);
-		WARN_ON_ONCE((u32)cqe->cookie != qp->rq.head);
-		mr_qp_rq_retire(qp);
-		spin_unlock_irqrestore(&qp->rq_lock, flags);
-	}
-	mr_cq_push(to_mr_cq(qp->ibqp.recv_cq), &wc, cqe->solicited);
+	mr_qp_cq_push(qp, to_mr_cq(qp->ibqp.recv_cq), &wc, cqe->solicited);
 }
 
 void mr_qp_eng_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe)
@@ -711,11 +821,37 @@ static void mr_qp_service_ud(struct mr_ibqp *qp)
 		mr_napi_kick_qp(qp);
 }
 
+/*
+ * A completion of the QP was lost or refused (mr_qp_break()): it fails,
+ * as if the application had moved it to the error state.
+ */
+static void mr_qp_broken(struct mr_ibqp *qp)
+{
+	enum ib_qp_state st = READ_ONCE(qp->state);
+	struct mr_peer *peer;
+
+	clear_bit(MR_QP_BROKEN, &qp->retire);
+	if (st == IB_QPS_RESET || st == IB_QPS_ERR)
+		return;
+	WRITE_ONCE(qp->state, IB_QPS_ERR);
+	peer = READ_ONCE(qp->peer);
+	if (peer) {
+		spin_lock_bh(&peer->lock);
+		if (qp->peer == peer)
+			mr_qp_set_error(&qp->eng, ktime_get_ns());
+		spin_unlock_bh(&peer->lock);
+	}
+	mr_qp_flush_sq(qp);
+	mr_qp_flush_rq(qp);
+}
+
 void mr_qp_service(struct mr_ibqp *qp)
 {
 	struct mr_peer *peer;
 	int sent;
 
+	if (test_bit(MR_QP_BROKEN, &qp->retire))
+		mr_qp_broken(qp);
 	mr_qp_sq_pull(qp);
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		mr_qp_flush_sq(qp);
@@ -824,8 +960,8 @@ void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 		 mr_sges_write(dev, qp->ibqp.pd, w->sge, w->num_sge,
 			       MR_GRH_LEN, NULL, skb, hlen, h->plen))
 		wc.status = IB_WC_LOC_PROT_ERR;
-	mr_cq_push(to_mr_cq(qp->ibqp.recv_cq), &wc,
-		   !!(h->flags & MR_F_SOLICIT));
+	mr_qp_cq_push(qp, to_mr_cq(qp->ibqp.recv_cq), &wc,
+		      !!(h->flags & MR_F_SOLICIT));
 }
 
 /* ------------------------------------------------------------ post verbs */
@@ -1332,7 +1468,7 @@ static void mr_flush_now(struct mr_cq *cq, struct ib_qp *ibqp, u64 wr_id,
 		.qp = ibqp,
 	};
 
-	mr_cq_push(cq, &wc, false);
+	mr_qp_cq_push(to_mr_ibqp(ibqp), cq, &wc, false);
 }
 
 int mr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
@@ -1517,12 +1653,7 @@ int mr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_sq;
 	}
 	if (init->srq) {
-		struct mr_srq *srq = to_mr_srq(init->srq);
-
-		qp->srq_stride = sizeof(struct mr_rwqe) +
-				 srq->ring.max_sge * sizeof(struct ib_sge);
-		qp->srq_bound = kcalloc(MR_MSG_WND, qp->srq_stride,
-					GFP_KERNEL_ACCOUNT);
+		qp->srq_bound = mr_srq_bound_alloc(to_mr_srq(init->srq));
 		if (!qp->srq_bound) {
 			err = -ENOMEM;
 			goto err_sq;
@@ -1627,6 +1758,9 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_bh(&dev->qps, ibqp->qp_num);
 	mr_qp_put(qp);
 	wait_for_completion(&qp->released);
+	/* What it took from its SRQ and did not complete goes back there. */
+	if (ibqp->srq)
+		mr_srq_give_back(to_mr_srq(ibqp->srq), qp->srq_bound);
 	/* Nothing re-arms them now: no post, no NAPI service, no engine. */
 	if (qp->sq_ring) {
 		cancel_work_sync(&qp->sq_doorbell);
@@ -1640,9 +1774,7 @@ int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	qp->on_work = false;
 	spin_unlock_irq(&dev->work_lock);
 
-	if (ibqp->srq)
-		kfree(qp->srq_bound);
-	else
+	if (!ibqp->srq)
 		mr_rring_free(&qp->rq);
 	kvfree(qp->sq.buf);
 	kfree(qp->eng.rq);
@@ -1838,6 +1970,30 @@ static void mr_qp_unhide(struct mr_ibqp *qp)
 	WARN_ON_ONCE(xa_is_err(old));
 }
 
+/*
+ * A QP on an SRQ that is reset gives the receives it took and did not
+ * complete back to the SRQ, and takes fresh room for its next ones (if
+ * there is no memory for that, they complete flushed instead).
+ */
+static void mr_qp_srq_reset(struct mr_ibqp *qp)
+{
+	struct mr_srq *srq = to_mr_srq(qp->ibqp.srq);
+	struct mr_srq_bound *b = qp->srq_bound, *fresh;
+	unsigned long flags;
+
+	if (!b->valid)
+		return;
+	fresh = mr_srq_bound_alloc(srq);
+	if (!fresh) {
+		mr_qp_flush_srq(qp);
+		return;
+	}
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	qp->srq_bound = fresh;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	mr_srq_give_back(srq, b);
+}
+
 static void mr_qp_to_reset(struct mr_ibqp *qp)
 {
 	unsigned long flags;
@@ -1853,6 +2009,11 @@ static void mr_qp_to_reset(struct mr_ibqp *qp)
 	 */
 	mr_qp_hide(qp);
 	mr_qp_clean_cqs(qp);
+	/* No engine callback, no NAPI service changes the rings now. */
+	if (qp->ibqp.srq)
+		mr_qp_srq_reset(qp);
+	clear_bit(MR_QP_BROKEN, &qp->retire);
+	clear_bit(MR_QP_LAST_WQE, &qp->retire);
 	/* Same slots: mr_qp_init() clears them. */
 	mr_qp_init(&qp->eng, qp->ibqp.qp_num, qp->eng.sq, qp->eng.sq_slots,
 		   qp->eng.rq);

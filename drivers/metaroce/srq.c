@@ -7,6 +7,7 @@
  * owner's lock (qp->rq_lock, srq->lock) protects a ring.
  */
 
+#include <linux/bitops.h>
 #include <linux/log2.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
@@ -194,6 +195,72 @@ static void mr_srq_event(struct mr_srq *srq, enum ib_event_type type)
 		ibsrq->event_handler(&ev, ibsrq->srq_context);
 }
 
+/**
+ * mr_srq_bound_alloc() - room for the receives a QP takes from @srq
+ * @srq: the SRQ
+ *
+ * Process context.
+ *
+ * Return: the block, empty, or NULL.
+ */
+struct mr_srq_bound *mr_srq_bound_alloc(struct mr_srq *srq)
+{
+	u32 stride = struct_size_t(struct mr_rwqe, sge, srq->ring.max_sge);
+	struct mr_srq_bound *b;
+
+	b = kzalloc(struct_size(b, slots, (size_t)MR_MSG_WND * stride),
+		    GFP_KERNEL_ACCOUNT);
+	if (b) {
+		INIT_LIST_HEAD(&b->node);
+		b->stride = stride;
+	}
+	return b;
+}
+
+/**
+ * mr_srq_give_back() - return receives a QP took and did not use
+ * @srq: their SRQ
+ * @b: the QP's block; @srq owns it from now on (freed when empty)
+ *
+ * A QP that is reset or destroyed hands its receives back: the next QPs
+ * to take receives from @srq get them first. Any context.
+ */
+void mr_srq_give_back(struct mr_srq *srq, struct mr_srq_bound *b)
+{
+	unsigned long flags;
+
+	if (!b->valid) {
+		kfree(b);
+		return;
+	}
+	spin_lock_irqsave(&srq->lock, flags);
+	list_add_tail(&b->node, &srq->given);
+	srq->given_cnt += hweight64(b->valid);
+	spin_unlock_irqrestore(&srq->lock, flags);
+}
+
+/* Under srq->lock: a receive given back, into @out; false if none. */
+static bool mr_srq_take_given(struct mr_srq *srq, struct mr_rwqe *out)
+{
+	struct mr_srq_bound *b;
+	const struct mr_rwqe *w;
+	u32 i;
+
+	b = list_first_entry_or_null(&srq->given, struct mr_srq_bound, node);
+	if (!b)
+		return false;
+	i = __ffs64(b->valid);
+	w = mr_srq_bound_slot(b, i);
+	memcpy(out, w, struct_size(w, sge, w->num_sge));
+	b->valid &= ~BIT_ULL(i);
+	srq->given_cnt--;
+	if (!b->valid) {
+		list_del(&b->node);
+		kfree(b);
+	}
+	return true;
+}
+
 /*
  * Raises IB_EVENT_SRQ_LIMIT_REACHED, once, when the number of WQEs drops
  * below an armed limit; the limit is then disarmed.
@@ -208,7 +275,18 @@ int mr_srq_take(struct mr_srq *srq, struct mr_rwqe *out)
 	u32 left;
 
 	spin_lock_irqsave(&srq->lock, flags);
-	if (srq->user.ring) {
+	if (mr_srq_take_given(srq, out)) {
+		left = srq->given_cnt;
+		if (!srq->user.ring) {
+			left += mr_rring_count(r);
+		} else {
+			/* Pairs with the provider's release, as below. */
+			u32 prod = smp_load_acquire(&srq->user.ring->producer);
+
+			if (prod - srq->taken <= srq->user.slots)
+				left += prod - srq->taken;
+		}
+	} else if (srq->user.ring) {
 		/* The slots before the index that shows them. */
 		u32 prod = smp_load_acquire(&srq->user.ring->producer);
 
@@ -302,6 +380,8 @@ int mr_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		return err;
 	spin_lock_init(&srq->lock);
 	srq->limit = 0;
+	INIT_LIST_HEAD(&srq->given);
+	srq->given_cnt = 0;
 	err = mr_srq_ring_create(srq, attr, udata);
 	/* An SRQ without SGEs could only take zero-length messages. */
 	if (!err && !srq->user.ring)
@@ -401,7 +481,11 @@ int mr_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 int mr_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct mr_srq *srq = to_mr_srq(ibsrq);
+	struct mr_srq_bound *b, *tmp;
 
+	/* No QP uses the SRQ any more. */
+	list_for_each_entry_safe(b, tmp, &srq->given, node)
+		kfree(b);
 	mr_urq_remove(&srq->user);
 	mr_rring_free(&srq->ring);
 	mr_limit_drop(to_mr_dev(ibsrq->device), MR_LIM_SRQ);

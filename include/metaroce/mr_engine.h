@@ -23,6 +23,15 @@
 #include "mr_wire.h"
 
 #define MR_MAX_RD_ATOMIC	16	/* outstanding READ/atomic per QP */
+/*
+ * Chunks of 64 segments a connection keeps for the messages whose segments
+ * landed 64 or more beyond their first missing one: what a conforming
+ * sender can have in flight needs at most 127 (protocol.rst, section 7.13);
+ * twice that covers a sender's epoch change too.
+ */
+#define MR_SEGX_NR		256
+/* A segment this far or further beyond the first missing one is refused. */
+#define MR_SEG_SPAN		MR_DSN_WND
 #define MR_WEIGHT_ONE		1024
 #define MR_DSN_NONE		0xffffffffu	/* path slot carries a probe */
 
@@ -332,6 +341,7 @@ struct mr_rx {
 	u32 recv_len;		/* SEND: length of the receive buffer */
 	/* engine private */
 	u32 slot;
+	u32 seg;
 };
 
 struct mr_env_ops {
@@ -393,18 +403,44 @@ struct mr_env_ops {
 	u64 (*cookie)(void *env, struct mr_conn *c, u32 epoch, int prev);
 };
 
+/*
+ * Which segments of a message have landed (protocol.rst, section 7.13), for
+ * the responder's SEND and WRITE trackers and the requester's READs. A
+ * sender cuts a message at a fixed segment size, in offset order: segment k
+ * is at offset k * size, and every segment but the last is size bytes long.
+ * The size is learnt from the first segment that is not the last. Segments
+ * before lo have all landed; bit i of bits is segment lo + i (bit 0, lo
+ * itself, is never set: lo would have moved on); segments from lo + 64 on
+ * are in chunks of the connection's overflow (struct mr_conn, segx_*), a
+ * list of 1-based chunk ids from ext to tail in increasing order. While
+ * the size is unknown, bits[0] holds the offset of a last segment that
+ * landed first (0: none).
+ */
+struct mr_segmap {
+	u32 bits[2];
+	u32 lo;
+	u16 size;		/* segment size, 0 until known */
+	u16 ext;		/* first overflow chunk (1-based), 0 if none */
+	u16 tail;		/* last overflow chunk */
+	u16 reserved;
+};
+
 /* Requester message slot (one work request). */
 struct mr_msg {
 	u64 cookie;
 	u64 raddr;
-	u64 swap_add;
-	u64 compare;
+	union {
+		struct {		/* all but READ */
+			u64 swap_add;
+			u64 compare;
+			u32 imm;
+		};
+		struct mr_segmap seg;	/* READ: its response's segments */
+	};
 	u32 len;
 	u32 rkey;
-	u32 imm;
 	u32 ssn;
 	u32 sent;		/* bytes segmented */
-	u32 landed;		/* response bytes placed */
 	u32 segs_out;		/* segments not yet acknowledged */
 	u8 opcode;		/* enum mr_wr_opcode */
 	u8 flags;
@@ -414,16 +450,23 @@ struct mr_msg {
 
 /* Responder message tracker slot. */
 struct mr_rmsg {
-	u64 cookie;		/* bound receive buffer */
-	u64 raddr;		/* READ/atomic request, executed in order */
-	u64 swap_add;
-	u64 compare;
+	u64 raddr;		/* WRITE, READ and atomic requests */
+	union {
+		struct {		/* atomic requests, executed in order */
+			u64 swap_add;
+			u64 compare;
+		};
+		struct {		/* receive-consuming messages */
+			u64 cookie;	/* the bound receive buffer */
+			u32 recv_len;
+			u32 ssn;
+		};
+	};
+	struct mr_segmap seg;	/* SEND and WRITE */
 	u32 rkey;
 	u32 msn;
 	u32 len;
-	u32 landed;
 	u32 imm;
-	u32 recv_len;
 	u8 opcode;		/* wire opcode */
 	u8 gen;
 	u8 state;
@@ -519,10 +562,12 @@ struct mr_qp {
 	u8 fatal;		/* fatal NAK pending at nak_msn */
 	u8 fatal_drain;		/* reported; failing once responses are out */
 	u8 nak_status;		/* enum mr_qp_status */
-	u32 nak_msn;
-	u32 rnr_timer;		/* code sent in RNR NAKs */
+	u8 rnr_timer;		/* code sent in RNR NAKs */
 	u8 resp_head;
 	u8 resp_cnt;
+	u32 nak_msn;
+	u32 rq_ssn;		/* SSN of the next receive to complete */
+	u8 rq_hi;		/* no tracker at rq_msn + rq_hi or beyond */
 	struct mr_resp resp[MR_MAX_RD_ATOMIC];
 	struct mr_rmsg *rq;	/* MR_MSG_WND: message m in m % MR_MSG_WND */
 };
@@ -622,6 +667,18 @@ struct mr_conn {
 	u64 rx_arrival_at;	/* that reading */
 	struct mr_list dirty;
 	struct mr_rpath rpath[MR_MAX_PATHS];
+	/*
+	 * The segment maps' overflow (struct mr_segmap): chunk id i (1-based)
+	 * holds segments 64 * segx_blk[i - 1] .. + 63 of one message, and
+	 * segx_next[i - 1] is the message's next chunk or, free, the next
+	 * free one. Ids above segx_top have never been used.
+	 */
+	u64 segx_bits[MR_SEGX_NR];
+	u32 segx_blk[MR_SEGX_NR];
+	u16 segx_next[MR_SEGX_NR];
+	u16 segx_free;		/* first free chunk id, 0 if none */
+	u16 segx_top;		/* chunk ids above this never used */
+	u16 segx_used;		/* chunks in use */
 
 	struct mr_ack ack_scratch;	/* ACK being built */
 

@@ -154,6 +154,7 @@ enum mr_drop_reason {
 	MR_DROP_RNR,		/* no receive posted */
 	MR_DROP_ACCESS,		/* key, rights or bounds check failed */
 	MR_DROP_INV_REQ,	/* request the QP cannot serve */
+	MR_DROP_SSN,		/* SSN not the receive its MSN allows */
 	MR_DROP_NR_REASONS
 };
 

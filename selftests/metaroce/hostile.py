@@ -44,6 +44,21 @@ number of datagrams sent) on its last line.
               destroyed and B's connection collected, and the forger
               strikes before the second pair's SEND. Prints the outcome as
               "KEY VALUE" lines.
+
+The last three forge, on a connection of their own (--src) after one real
+WRITE per QP pair opened it, SENDs in the receiver's epoch with the DSNs
+the real sender would use next (an on-path attacker's view), and print
+what the receiving QP reported as "KEY VALUE" lines:
+
+  ssn         one receive posted; the first segment of a two-segment SEND
+              (SSN 0), a one-segment SEND with SSN 0 too, then the first
+              one's second segment
+  segments    a two-segment SEND whose first segment comes twice (two
+              DSNs, other bytes) before its second
+  srq         QPs on a shared receive queue: an RNR rewind with a later
+              message that took the SRQ's last receive first, receives
+              held by QPs that are destroyed, reset, moved to the error
+              state
 """
 
 import argparse
@@ -501,14 +516,16 @@ class Side:
 
     SIZE = 4096
 
-    def __init__(self, dev, gidx, share=None):
+    def __init__(self, dev, gidx, share=None, srq=False):
         """With SHARE (a Side of the same device), only the QP is new: it
-        uses SHARE's context, PD, CQ and MR."""
+        uses SHARE's context, PD, CQ and MR. With SRQ, the QP takes its
+        receives from a shared receive queue (SHARE's, if given)."""
         from pyverbs.cq import CQ
         from pyverbs.device import Context
         from pyverbs.mr import MR
         from pyverbs.pd import PD
         from pyverbs.qp import QP, QPCap, QPInitAttr
+        from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
         import pyverbs.enums as e
 
         self.e = e
@@ -522,18 +539,53 @@ class Side:
             self.ctx = Context(name=dev)
             self.pd = PD(self.ctx)
             self.cq = CQ(self.ctx, 64)
-        cap = QPCap(max_send_wr=32, max_recv_wr=8, max_send_sge=1,
-                    max_recv_sge=1)
+        self.srq = None
+        if srq:
+            self.srq = share.srq if share else \
+                SRQ(self.pd, SrqInitAttr(SrqAttr(max_wr=16, max_sge=1)))
+        cap = QPCap(max_send_wr=32, max_recv_wr=0 if srq else 8,
+                    max_send_sge=1, max_recv_sge=1)
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC,
-                                         scq=self.cq, rcq=self.cq, cap=cap))
+                                         scq=self.cq, rcq=self.cq, cap=cap,
+                                         srq=self.srq))
         self.mr = share.mr if share else MR(self.pd, self.SIZE, self.access)
 
     def close(self):
         """Destroy the QP, and what it does not share."""
         self.qp.close()
         if self.own:
-            for obj in (self.mr, self.cq, self.pd, self.ctx):
-                obj.close()
+            for obj in (self.mr, self.srq, self.cq, self.pd, self.ctx):
+                if obj:
+                    obj.close()
+
+    def post_recv(self, wr_id, offset, length):
+        """A receive of our MR's [offset, +length), to the QP or its SRQ."""
+        from pyverbs.wr import SGE, RecvWR
+
+        wr = RecvWR(wr_id=wr_id, num_sge=1,
+                    sg=[SGE(self.mr.buf + offset, length, self.mr.lkey)])
+        (self.srq or self.qp).post_recv(wr)
+
+    def to_state(self, state):
+        """Move the QP to STATE (an IBV_QPS_* value)."""
+        from pyverbs.qp import QPAttr
+
+        self.qp.modify(QPAttr(qp_state=state), self.e.IBV_QP_STATE)
+
+    def drain(self, quiet=1.0):
+        """Every work completion on our CQ until none came for QUIET
+        seconds, as (wr_id, status, byte_len) triples."""
+        out = []
+        last = time.monotonic()
+        while time.monotonic() - last < quiet:
+            got, wcs = self.cq.poll(num_entries=16)
+            if got:
+                out += [(wc.wr_id, wc.status, wc.byte_len)
+                        for wc in wcs[:got]]
+                last = time.monotonic()
+            else:
+                time.sleep(0.01)
+        return out
 
     def connect(self, peer):
         """INIT, RTR and RTS towards PEER's QP."""
@@ -916,6 +968,175 @@ def cmd_hijack(args):
         print(f"b_rx_epoch {int(rx.get('rx_epoch', '0'), 16)}")
     for side in (a, b) + ((a0,) if a0 else ()):
         side.close()
+class Forge:
+    """SENDs from the --src side of a live connection, in the receiver's
+    epoch for it, with the DSNs that side would use next and a PSN long
+    settled (so that the receiver's path state does not move): what an
+    on-path attacker can send. Every real transfer on the connection must
+    be over before: its next DSNs are taken."""
+
+    def __init__(self, args):
+        rx = wait_peer(args.b_dev, args.src)
+        tx = wait_peer(args.a_dev, args.dst, args.src, quiet=True,
+                       receiving=False)
+        used = [p for p, n in tx["paths"].items() if n > 0]
+        if not used:
+            sys.exit("hostile.py: no path of the connection carried a packet")
+        self.epoch = int(rx["rx_epoch"], 16)
+        self.dsn = int(tx["dsn_nxt"], 16)
+        self.path = used[0]
+        self.psn = (self.epoch - (1 << 20)) & 0xffffffff
+        self.dst = (args.dst, args.port)
+        self.sock = netns_socket(args.netns, args.src)
+        self.sent = 0
+
+    def send(self, a, b, msn, msg_len, offset, payload, ssn, gen=0):
+        """Segment (OFFSET, PAYLOAD) of SEND MSN of Side A's QP to Side
+        B's."""
+        pkt = data_packet(OP["SEND"], epoch=self.epoch, psn=self.psn,
+                          path=self.path, dsn=self.dsn, dst=b.qp.qp_num,
+                          src=a.qp.qp_num, msn=msn, gen=gen, msg_len=msg_len,
+                          offset=offset, payload=payload, ssn=ssn)
+        self.dsn = (self.dsn + 1) & 0xffffffff
+        self.sock.sendto(pkt, self.dst)
+        self.sent += 1
+        time.sleep(0.005)
+
+
+def open_pairs(args, n, srq=False):
+    """N QP pairs between --a-dev and --b-dev on the --src connection (B's
+    on one SRQ if asked), each opened with one real WRITE (MSN 0)."""
+    import pyverbs.enums as e
+
+    a = [Side(args.a_dev, args.a_gidx)]
+    b = [Side(args.b_dev, args.b_gidx, srq=srq)]
+    for _ in range(n - 1):
+        a.append(Side(args.a_dev, args.a_gidx, share=a[0]))
+        b.append(Side(args.b_dev, args.b_gidx, share=b[0], srq=srq))
+    for x, y in zip(a, b):
+        x.connect(y)
+        y.connect(x)
+    for i, (x, y) in enumerate(zip(a, b)):
+        x.post_write(y, Side.SIZE - 64, 64, wr_id=900 + i)
+        (_, status), = x.completions(1)
+        if status != e.IBV_WC_SUCCESS:
+            sys.exit(f"hostile.py: the real WRITE of pair {i} failed: {status}")
+    return a, b
+
+
+def recv_report(wcs, prefix):
+    """Print what the receive completions WCS were."""
+    print(f"{prefix}_completions {len(wcs)}")
+    if wcs:
+        print(f"{prefix}_status {wcs[0][1]}")
+        print(f"{prefix}_len {wcs[0][2]}")
+
+
+def cmd_ssn(args):
+    """Two SENDs with SSN 0 and one receive: the first one completes on it,
+    the second fails the QP (invalid request), which completes nothing
+    else and never retires a receive twice."""
+    (a,), (b,) = open_pairs(args, 1)
+    b.mr.write(b"\0" * 4096, 4096)
+    b.post_recv(1, 0, 4096)
+    f = Forge(args)
+    seg0, seg1 = b"\x11" * 1024, b"\x22" * 1024
+    f.send(a, b, 1, 2048, 0, seg0, 0)
+    f.send(a, b, 2, 100, 0, b"\x33" * 100, 0)
+    f.send(a, b, 1, 2048, 1024, seg1, 0)
+    wcs = b.drain()
+    recv_report(wcs, "recv")
+    print(f"recv_data_ok {int(b.mr.read(2048, 0) == seg0 + seg1)}")
+    deadline = time.monotonic() + 10
+    while b.state() != b.e.IBV_QPS_ERR and time.monotonic() < deadline:
+        time.sleep(0.1)
+    print(f"victim_state {b.state()}")
+    print(f"sent {f.sent}")
+
+
+def cmd_segments(args):
+    """A SEND's first segment twice, under two DSNs: no completion until
+    its second segment comes; the copy is dropped."""
+    (a,), (b,) = open_pairs(args, 1)
+    b.mr.write(b"\0" * 4096, 4096)
+    b.post_recv(1, 0, 4096)
+    f = Forge(args)
+    seg0, again, seg1 = b"\x44" * 1024, b"\x55" * 1024, b"\x66" * 1024
+    f.send(a, b, 1, 2048, 0, seg0, 0)
+    f.send(a, b, 1, 2048, 0, again, 0)
+    early = b.drain()
+    print(f"early_completions {len(early)}")
+    f.send(a, b, 1, 2048, 1024, seg1, 0)
+    wcs = b.drain()
+    recv_report(wcs, "recv")
+    print(f"recv_data_ok {int(b.mr.read(2048, 0) == seg0 + seg1)}")
+    print(f"victim_state {b.state()}")
+    print(f"sent {f.sent}")
+
+
+def cmd_srq(args):
+    """Receives a QP takes from its SRQ: each completes exactly once."""
+    import pyverbs.enums as e
+
+    a, b = open_pairs(args, 3, srq=True)
+    f = Forge(args)
+    small = b"\x77" * 100
+    got = []
+
+    def post(wr_id):
+        b[0].post_recv(wr_id, wr_id * 256, 256)
+
+    # SEND 2 (SSN 1) overtakes SEND 1 and takes the SRQ's only receive;
+    # SEND 1 finds none (RNR); the requester rewinds (generation 1).
+    post(1)
+    f.send(a[0], b[0], 2, 100, 0, small, 1)
+    f.send(a[0], b[0], 1, 100, 0, small, 0)
+    post(2)
+    post(3)
+    f.send(a[0], b[0], 1, 100, 0, small, 0, gen=1)
+    f.send(a[0], b[0], 2, 100, 0, small, 1, gen=1)
+    rewind = b[0].drain()
+    got += rewind
+    print(f"rewind_first {rewind[0][0] if rewind else 0}")
+    print(f"rewind_second {rewind[1][0] if len(rewind) > 1 else 0}")
+    f.send(a[0], b[0], 3, 100, 0, small, 2, gen=1)
+    after = b[0].drain()
+    got += after
+    print(f"after_rewind {after[0][0] if after else 0}")
+    # A QP destroyed (then one reset) while it holds a receive (half of a
+    # message cut in 100-byte segments): the next message of the first QP
+    # gets it.
+    post(4)
+    f.send(a[1], b[1], 1, 200, 0, b"\x88" * 100, 0)
+    time.sleep(0.2)
+    b[1].qp.close()
+    f.send(a[0], b[0], 4, 100, 0, small, 3, gen=1)
+    given = b[0].drain()
+    got += given
+    print(f"given_back_destroy {given[0][0] if given else 0}")
+    post(5)
+    f.send(a[2], b[2], 1, 200, 0, b"\x99" * 100, 0)
+    time.sleep(0.2)
+    b[2].to_state(e.IBV_QPS_RESET)
+    f.send(a[0], b[0], 5, 100, 0, small, 4, gen=1)
+    given = b[0].drain()
+    got += given
+    print(f"given_back_reset {given[0][0] if given else 0}")
+    # The first QP to the error state while it holds one.
+    post(6)
+    f.send(a[0], b[0], 6, 200, 0, b"\xaa" * 100, 5, gen=1)
+    time.sleep(0.2)
+    b[0].to_state(e.IBV_QPS_ERR)
+    flushed = b[0].drain()
+    got += flushed
+    print(f"flushed {flushed[0][0] if flushed else 0}")
+    print(f"flushed_status {flushed[0][1] if flushed else -1}")
+    ids = [w for w, _, _ in got]
+    print("srq_posted 6")
+    print(f"srq_completed {len(set(ids))}")
+    print(f"srq_completions {len(ids)}")
+    print(f"srq_ok {sum(1 for w, st, n in got if st == e.IBV_WC_SUCCESS and n == 100)}")
+    print(f"sent {f.sent}")
 
 
 def main():
@@ -949,7 +1170,7 @@ def main():
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("command", choices=("malformed", "valid", "ud", "epoch",
                                        "dsn", "victim", "isolation", "forge",
-                                       "hijack"))
+                                       "hijack", "ssn", "segments", "srq"))
     args = p.parse_args()
     load_wire(args.wire)
     globals()["cmd_" + args.command](args)

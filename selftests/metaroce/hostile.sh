@@ -32,6 +32,20 @@
 # B only, that spoofs A's address (.7). A's SEND must complete, B must
 # receive exactly A's bytes and hold A's epoch, and no forged SEND may
 # complete.
+# Then the receive side's rules (issue 25), each on a connection of its own
+# whose QP pairs hostile.py opens with a real WRITE before it forges SENDs
+# in B's epoch with the DSNs A would use next:
+#
+#   ssn_out_of_place    two SENDs with SSN 0, one receive posted: the first
+#                       completes on it, the second fails the QP (invalid
+#                       request, drop_ssn), no receive is retired twice
+#   duplicate_segment   a SEND's first segment twice, under two DSNs: no
+#                       completion until its second segment comes
+#   srq_receives_once   QPs on an SRQ: an RNR rewind re-binds the receive a
+#                       later message took; the receives QPs hold when they
+#                       are destroyed or reset go back to the SRQ, and one
+#                       held when the QP fails completes flushed: each of
+#                       the SRQ's receives completes exactly once
 #
 # The first subtest runs the transfer and the attacks; the others check
 # what B counted for each kind. The transfer must pass (every byte checked,
@@ -60,6 +74,10 @@ CLEANUP_IP=10.9.2.8
 SPOOF_NS=mrdpc SPOOF_IF=mrdpc0 SPOOF_B_IF=mrdpb1
 SPOOF_IP=10.9.3.1 SPOOF_B_IP=10.9.3.2
 NOBODY=65534
+# Connections of their own for the receive-side attacks.
+SSN_IP=10.9.2.9
+SEGMENTS_IP=10.9.2.10
+SRQ_IP=10.9.2.11
 
 [[ -x $TOOL ]] || mr_skip_all "$TOOL is missing: run make userspace"
 "$PYTHON" -c 'import pyverbs.qp' 2>/dev/null ||
@@ -81,6 +99,9 @@ setup() {
 	# B takes what arrives from A's addresses on the wrong link.
 	ip netns exec "$MR_B_NS" sysctl -qw net.ipv4.conf.all.rp_filter=0 \
 		"net.ipv4.conf.$SPOOF_B_IF.rp_filter=0"
+	ip -n "$MR_A_NS" addr add "$SSN_IP/24" dev "$MR_A_IF"
+	ip -n "$MR_A_NS" addr add "$SEGMENTS_IP/24" dev "$MR_A_IF"
+	ip -n "$MR_A_NS" addr add "$SRQ_IP/24" dev "$MR_A_IF"
 	assert_wait "$MR_A_DEV has a GID for $VICTIM_IP" 10 \
 		mr_gid_index "$MR_A_DEV" "$VICTIM_IP"
 	[[ -r /sys/kernel/debug/metaroce/$MR_B_DEV/peers ]] ||
@@ -362,6 +383,76 @@ after_cleanup() {
 	hijacked after_cleanup
 }
 
+# own_pairs CMD IP: hostile.py CMD with QP pairs of its own on the
+# connection from IP to B, B's counters before and after in
+# $STATE/CMD.before and .after.
+own_pairs() {
+	local cmd=$1 ip=$2 a_gidx
+	assert_wait "$MR_A_DEV has a GID for $ip" 10 \
+		mr_gid_index "$MR_A_DEV" "$ip"
+	a_gidx=$(mr_gid_index "$MR_A_DEV" "$ip")
+	mr_stats "$MR_B_DEV" >"$STATE/$cmd.before"
+	hostile "$cmd" --src "$ip" --a-dev "$MR_A_DEV" --a-gidx "$a_gidx" \
+		--b-dev "$MR_B_DEV" --b-gidx "$MR_B_GIDX"
+	mr_stats "$MR_B_DEV" >"$STATE/$cmd.after"
+}
+
+# ssn: the issue's trigger. Before the fix the second SEND also completed
+# on receive 0 (a WARN, and the receive ring retired past its tail).
+ssn_out_of_place() {
+	local d
+	own_pairs ssn "$SSN_IP"
+	# enum ibv_wc_status: IBV_WC_SUCCESS 0; ibv_qp_state: IBV_QPS_ERR 6.
+	assert_eq "receive completions" 1 "$(sent ssn recv_completions)"
+	assert_eq "its status" 0 "$(sent ssn recv_status)"
+	assert_eq "its length (the first SEND's)" 2048 "$(sent ssn recv_len)"
+	assert_eq "its data, the first SEND's" 1 "$(sent ssn recv_data_ok)"
+	assert_eq "the QP's state" 6 "$(sent ssn victim_state)"
+	d=$(mr_stat_delta "$STATE/ssn.before" "$STATE/ssn.after" drop_ssn)
+	((d >= 1)) || mr_fail "drop_ssn grew by $d, expected 1 at least"
+	mr_log "two SENDs with SSN 0: one receive completion, QP in error, drop_ssn +$d"
+}
+
+# segments: before the fix the SEND completed on the copy (2048 bytes
+# counted) with its second half never written.
+duplicate_segment() {
+	local d
+	own_pairs segments "$SEGMENTS_IP"
+	assert_eq "completions before the second segment" 0 \
+		"$(sent segments early_completions)"
+	assert_eq "receive completions" 1 "$(sent segments recv_completions)"
+	assert_eq "its status" 0 "$(sent segments recv_status)"
+	assert_eq "its length" 2048 "$(sent segments recv_len)"
+	assert_eq "its data: the first copy, then the second segment" 1 \
+		"$(sent segments recv_data_ok)"
+	assert_eq "the QP's state (IBV_QPS_RTS)" 3 "$(sent segments victim_state)"
+	d=$(mr_stat_delta "$STATE/segments.before" "$STATE/segments.after" \
+		drop_duplicate)
+	((d >= 1)) || mr_fail "drop_duplicate grew by $d, expected 1 at least"
+}
+
+# srq: receives are posted with wr_id 1 to 6, one at a time.
+srq_receives_once() {
+	own_pairs srq "$SRQ_IP"
+	assert_eq "the rewound SEND 1's receive (the one posted next)" 2 \
+		"$(sent srq rewind_first)"
+	assert_eq "the rewound SEND 2's receive (the one it took first)" 1 \
+		"$(sent srq rewind_second)"
+	assert_eq "the next SEND's receive" 3 "$(sent srq after_rewind)"
+	assert_eq "the receive a destroyed QP held, given back" 4 \
+		"$(sent srq given_back_destroy)"
+	assert_eq "the receive a reset QP held, given back" 5 \
+		"$(sent srq given_back_reset)"
+	# enum ibv_wc_status: IBV_WC_WR_FLUSH_ERR is 5.
+	assert_eq "the receive a QP in error held, flushed" 6 \
+		"$(sent srq flushed)"
+	assert_eq "its status" 5 "$(sent srq flushed_status)"
+	assert_eq "receives completed" 6 "$(sent srq srq_completed)"
+	assert_eq "completions (each receive once)" 6 \
+		"$(sent srq srq_completions)"
+	assert_eq "successful ones" 5 "$(sent srq srq_ok)"
+}
+
 mr_setup two_hosts setup
 mr_run attack_during_transfer attack
 mr_run malformed_dropped malformed
@@ -374,4 +465,7 @@ mr_run qp_error_isolated isolation
 mr_run first_contact_local_forger local_forger
 mr_run first_contact_spoofing_host spoofing_host
 mr_run first_contact_after_cleanup after_cleanup
+mr_run ssn_out_of_place ssn_out_of_place
+mr_run duplicate_segment duplicate_segment
+mr_run srq_receives_once srq_receives_once
 mr_done

@@ -10,8 +10,9 @@
 #               events, the ibv_wr_* API and remote errors between two
 #               hosts, data checked byte for byte; fence after a READ,
 #               max_rd_atomic 1, unsignaled work requests, solicited-only
-#               events, RNR (retries exhausted, and waited out) and MRs
-#               without one remote right each
+#               events, RNR (retries exhausted, and waited out), MRs
+#               without one remote right each, the last WQE event of a
+#               QP on an SRQ in error, and a CQ overflow that fails its QP
 #   poll_syscalls  polling a CQ takes no system call (the CQ ring): the
 #               uverbs commands of ibv_rc_pingpong's client, counted with
 #               strace, are its posts

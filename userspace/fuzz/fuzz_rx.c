@@ -10,7 +10,8 @@
  * any placement or transmission the engine asks for outside the buffers it
  * was given aborts. After every step the engine's invariants are checked:
  * in-flight accounting, segment table and DSN window, message windows,
- * completions exactly once and in order, timers that make progress.
+ * completions exactly once and in order (receives in SSN order), segment
+ * maps and their overflow chunks, timers that make progress.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +59,7 @@ struct fz_qp {
 	struct mr_qp_slots slots;
 	struct fz_recv recv[MAX_RECV];
 	u32 nrecv;
+	u32 recv_next;		/* SSN of the next receive to complete */
 	int last_done;		/* h_wr index of the last completion, or -1 */
 };
 
@@ -182,6 +184,9 @@ static void fz_complete(void *env, struct mr_qp *qp, const struct mr_cqe *e)
 
 		CHECK((e->cookie >> 16) == (u64)(q - S.q) && i < q->nrecv);
 		CHECK(q->recv[i].bound && !q->recv[i].done);
+		/* receives complete in the order they were posted, once */
+		CHECK(i == q->recv_next);
+		q->recv_next++;
 		CHECK(e->status != MR_WC_OK || e->byte_len <= q->recv[i].len ||
 		      e->opcode == MR_WC_RECV_WRITE_IMM);
 		q->recv[i].done = 1;
@@ -209,8 +214,9 @@ static int fz_bind_recv(void *env, struct mr_qp *qp, u32 ssn, u64 *cookie,
 	struct fz_qp *q = fq(qp);
 
 	(void)env;
-	if (ssn >= q->nrecv || q->recv[ssn].bound)
+	if (ssn >= q->nrecv || q->recv[ssn].done)
 		return -1;
+	/* bound again only after an RNR rewind: the same receive */
 	q->recv[ssn].bound = 1;
 	*cookie = ((u64)(q - S.q) << 16) | ssn;
 	*len = q->recv[ssn].len;
@@ -268,6 +274,80 @@ static const struct mr_env_ops fz_ops = {
 };
 
 /* Invariants */
+
+/* One segment map: its chunks are sorted, after lo, and counted in @seen. */
+static u32 check_segmap(const struct mr_segmap *m, u8 *seen)
+{
+	const struct mr_conn *c = &S.c;
+	u32 n = 0, prev = 0;
+	u16 id;
+
+	if (!m->size) {
+		CHECK(!m->ext && !m->tail && !m->bits[1]);
+		return 0;
+	}
+	/* segment lo has not landed, or lo would have moved on */
+	CHECK(!(m->bits[0] & 1));
+	for (id = m->ext; id; id = c->segx_next[id - 1]) {
+		u32 blk;
+
+		CHECK(id <= c->segx_top && !seen[id - 1]);
+		seen[id - 1] = 1;
+		blk = c->segx_blk[id - 1];
+		CHECK(!n || blk > prev);
+		CHECK(blk * 64 > m->lo && blk * 64 - m->lo < MR_SEG_SPAN + 64);
+		CHECK(!m->tail || id != m->tail || !c->segx_next[id - 1]);
+		prev = blk;
+		n++;
+		if (!c->segx_next[id - 1])
+			CHECK(id == m->tail);
+	}
+	CHECK(n || !m->tail);
+	return n;
+}
+
+/* Every chunk is on exactly one message's list or the free list. */
+static void check_segmaps(void)
+{
+	static u8 seen[MR_SEGX_NR];
+	const struct mr_conn *c = &S.c;
+	u32 i, k, used = 0;
+	u16 id;
+
+	memset(seen, 0, sizeof(seen));
+	CHECK(c->segx_top <= MR_SEGX_NR && c->segx_used <= c->segx_top);
+	for (i = 0; i < NQP; i++) {
+		const struct mr_qp *qp = &S.q[i].qp;
+
+		for (k = 0; k < MR_MSG_WND; k++) {
+			const struct mr_rmsg *r = &qp->rq[k];
+
+			if (r->state == 0 || !qp->conn) {
+				CHECK(!r->seg.ext);
+				continue;
+			}
+			used += check_segmap(&r->seg, seen);
+		}
+		for (k = 0; k < qp->sq_slots; k++) {
+			const struct mr_msg *m = &qp->sq[k];
+
+			if (m->opcode != MR_WR_READ)
+				continue;
+			if (m->state == 0 || !qp->conn) {
+				CHECK(!m->seg.ext);
+				continue;
+			}
+			used += check_segmap(&m->seg, seen);
+		}
+	}
+	CHECK(used == c->segx_used);
+	for (id = c->segx_free; id; id = c->segx_next[id - 1]) {
+		CHECK(id <= c->segx_top && !seen[id - 1]);
+		seen[id - 1] = 1;
+		used++;
+	}
+	CHECK(used == c->segx_top);
+}
 
 static void check_invariants(void)
 {
@@ -346,7 +426,10 @@ static void check_invariants(void)
 		      qp->resp_cnt <= MR_MAX_RD_ATOMIC);
 		CHECK(qp->state != MR_QP_ERR || posted == 0);
 		CHECK(qp->sq_una <= MR_MSN_MASK && qp->rq_msn <= MR_MSN_MASK);
+		CHECK(qp->rq_hi <= MR_MSG_WND);
+		CHECK(qp->rq_ssn == S.q[i].recv_next);
 	}
+	check_segmaps();
 }
 
 /* Setup */
@@ -364,6 +447,7 @@ static void fz_connect(u32 i, int rts)
 	memset(&a, 0, sizeof(a));
 	mr_qp_init_slots(&S.q[i].qp, QPN(i), &S.q[i].slots);
 	S.q[i].last_done = -1;
+	S.q[i].recv_next = 0;
 	a.dest_qpn = PEER_QPN(i);
 	a.sq_psn = msn0 + i;
 	a.rq_psn = msn0 + 0x10 * i;
@@ -646,6 +730,16 @@ static void struct_data(int ce)
 		h.cookie = (b[3] & 4) ? (u64)b[15] << 8 :
 			   fz_mint(h.epoch, !!(b[3] & 8));
 	h.tsval = (u32)S.now;
+	/*
+	 * A SYN names where the sender's data starts (the model's first DSN)
+	 * and echoes our epoch, as a peer that heard from us does: without
+	 * them the receiver's window would start at DSN 0 and refuse all the
+	 * model's data as dsn_window.
+	 */
+	if (h.flags & MR_F_SYN) {
+		h.syn_dsn = S.peer_epoch;
+		h.syn_echo = S.c.epoch;
+	}
 	if (mr_op_sequenced(h.opcode)) {
 		h.path = b[2] & 15;
 		h.psn = S.peer_psn[h.path] + (u32)(s32)(s8)b[4];
@@ -673,7 +767,9 @@ static void struct_data(int ce)
 		h.gen = b[9] ? b[9] : qp->rq_gen;
 		h.msg_len = mlen[b[10] % 10];
 	}
-	h.offset = (b[11] % 8) * mtu;
+	/* bit 7: up to 255 segments in (the segment maps' overflow) */
+	h.offset = (b[11] & 0x80 ? (b[11] & 0x7f) * 2u + (b[15] & 1) :
+		    b[11] % 8u) * mtu;
 	switch (b[12] % 6) {
 	case 0:
 		h.plen = 0;

@@ -61,7 +61,7 @@ enum {
  *  8 msn offset from the QP's rq_msn (requests) or sq_una (responses)
  *  9 gen (0: the QP's current generation)
  * 10 message length selector
- * 11 offset selector (in MTUs)
+ * 11 offset selector (in MTUs: b % 8; with bit 7, up to 255)
  * 12 payload length selector
  * 13 raddr/rkey selector
  * 14 ssn

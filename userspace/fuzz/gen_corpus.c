@@ -448,14 +448,18 @@ static void gen_rx(void)
 	rtime(&o, 100);
 	save(&o, "timeouts");
 
-	/* RNR: a SEND with no receive, then receives, then the new gen */
+	/*
+	 * RNR: a SEND with no receive (the fourth, three are posted; its SSN
+	 * fits three messages not seen yet), then receives, then the new gen
+	 */
 	setup(&o, 2, FZ_SET_RNR_RETRY, 3, 1);
 	memset(&d, 0, sizeof(d));
 	d.op = S;
 	d.qp = 1;
 	d.mlen = 3;
 	d.plen = 2;
-	d.ssn = 5;
+	d.msn = 3;
+	d.ssn = 3;
 	data(&o, &d, 0);
 	flush(&o);
 	for (i = 0; i < 4; i++)
@@ -612,6 +616,52 @@ static void gen_rx(void)
 	}
 	flush(&o);
 	save(&o, "raw");
+
+	/*
+	 * Two SENDs with SSN 0: the first segment of a two-segment one, a
+	 * one-segment one, then the first one's second segment.
+	 */
+	setup(&o, 2, 0, 3, 1);
+	memset(&d, 0, sizeof(d));
+	d.op = S;
+	d.qp = 0;
+	d.mlen = 5;		/* 1025: a 1024-byte segment and 1 byte */
+	d.plen = 2;
+	data(&o, &d, 0);
+	d.msn = 1;
+	d.mlen = 3;		/* 100 */
+	data(&o, &d, 0);
+	d.msn = 0;
+	d.mlen = 5;
+	d.off = 1;
+	data(&o, &d, 0);
+	flush(&o);
+	save(&o, "ssn-dup");
+
+	/*
+	 * A 64 KiB WRITE in 256-byte segments to the RTR-only QP 2: segments
+	 * far beyond the first missing one (the segment maps' overflow), some
+	 * twice under new DSNs, then the first.
+	 */
+	setup(&o, 4, FZ_SET_SMALL_MTU, 3, 2);
+	memset(&d, 0, sizeof(d));
+	d.op = W;
+	d.qp = 2;
+	d.mlen = 8;		/* 65536 */
+	d.plen = 2;
+	d.rsel = 1;
+	for (i = 0; i < 12; i++) {
+		d.off = (u8)(0x80 | (i * 10));	/* segment 20 * i (+ 1) */
+		d.imm = (u8)i;
+		d.path = (u8)(i % 4);
+		data(&o, &d, 0);
+		if (i % 3 == 2)
+			data(&o, &d, 0);
+	}
+	d.off = 0;
+	data(&o, &d, 0);
+	flush(&o);
+	save(&o, "segments-far");
 }
 
 int main(int argc, char **argv)

@@ -438,3 +438,23 @@ void ep_standing_queue(struct mr_conn *c)
 		c->path[i].srtt = 80000 + c->cfg.rto_min_ns / 4;
 	}
 }
+
+u32 ep_landed(const struct ep *e, const struct mr_segmap *m)
+{
+	u32 n = m->lo + (u32)__builtin_popcount(m->bits[0]) +
+		(u32)__builtin_popcount(m->bits[1]);
+	u16 id;
+
+	if (!m->size)		/* a last segment kept aside, or none */
+		return m->lo + !!m->bits[0];
+	for (id = m->ext; id; id = e->c.segx_next[id - 1]) {
+		u32 base = e->c.segx_blk[id - 1] * 64;
+		u64 b = e->c.segx_bits[id - 1];
+
+		/* the window's own segments count there */
+		if (base < m->lo + 64)
+			b &= ~0ull << (m->lo + 64 - base);
+		n += (u32)__builtin_popcountll(b);
+	}
+	return n;
+}

@@ -138,6 +138,9 @@ void ep_ack_qp(struct mr_ack *a, u8 status, u32 qpn, u8 gen, u32 msn,
 /* Completions on QP @i (or any QP if @qp is NULL) since index @from. */
 u32 ep_ncqe(const struct ep *e, const struct mr_qp *qp, u32 from);
 
+/* Segments of a message that landed, as its segment map says. */
+u32 ep_landed(const struct ep *e, const struct mr_segmap *m);
+
 /* Every path's srtt well above its min_rtt: a timeout then cuts the window. */
 void ep_standing_queue(struct mr_conn *c);
 

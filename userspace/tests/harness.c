@@ -126,8 +126,15 @@ static void h_complete(void *env, struct mr_qp *qp, const struct mr_cqe *cqe)
 		w->done = 1;
 		w->done_at = h->net->now;
 		w->cqe = *cqe;
+	} else {
+		struct h_qp *hq = (struct h_qp *)qp;
+		u32 ssn = H_COOKIE_SSN(cqe->cookie);
+
+		/* Each receive completes once, in the order posted. */
+		assert(ssn < hq->nrecv && hq->recv[ssn].used == 1);
+		assert(!ssn || hq->recv[ssn - 1].used == 2);
+		hq->recv[ssn].used = 2;
 	}
-	(void)qp;
 }
 
 static void h_qp_error(void *env, struct mr_qp *qp, int status)
@@ -147,7 +154,8 @@ static int h_bind_recv(void *env, struct mr_qp *qp, u32 ssn, u64 *cookie,
 	struct h_qp *hq = (struct h_qp *)qp;
 
 	(void)env;
-	if (ssn >= hq->nrecv || hq->recv[ssn].used)
+	/* Bound again only after an RNR rewind: the same receive. */
+	if (ssn >= hq->nrecv || hq->recv[ssn].used > 1)
 		return -1;
 	hq->recv[ssn].used = 1;
 	*cookie = H_RECV_COOKIE(ssn, hq - hq->host->qps);

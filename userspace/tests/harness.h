@@ -34,7 +34,7 @@ struct h_wr {
 struct h_recv {
 	u64 addr;
 	u32 len;
-	int used;
+	int used;		/* 1 bound, 2 completed */
 };
 
 struct h_host;

@@ -10,8 +10,10 @@
  *
  * Responder: every segment carries its message number and offset, so it is
  * placed where it belongs on arrival, in any order. A tracker per in-flight
- * message counts the bytes landed (the connection's DSN window guarantees
- * each segment is counted once); messages complete in msn order.
+ * message records which of its segments landed (a segment map: exactly,
+ * whatever duplicates arrive under other DSNs), and which receive it
+ * consumes (its SSN, checked against the message order); messages
+ * complete in msn order.
  */
 #include "internal.h"
 
@@ -170,6 +172,237 @@ static void mr_qp_activate(struct mr_qp *qp)
 		mr_list_add_tail(&qp->active_node, &qp->conn->active);
 }
 
+/*
+ * Segment maps (struct mr_segmap): exactly which segments of a message
+ * have landed, so that a message completes when each of them has, once
+ * (protocol.rst, section 7.13). A conforming sender has every segment
+ * between a message's first missing one and its last sent one in flight,
+ * each with its own DSN inside the receiver's window: a message needs a
+ * chunk of the connection's overflow only for segments 64 or more ahead
+ * of its first missing one, and all of them together at most
+ * MR_DSN_WND / 64 + one or two per such message (MR_SEGX_NR).
+ */
+#define MR_SEG_LAST	0xffffffffu	/* the last segment, size unknown */
+
+static u64 mr_segmap_win(const struct mr_segmap *m)
+{
+	return (u64)m->bits[1] << 32 | m->bits[0];
+}
+
+static void mr_segmap_set_win(struct mr_segmap *m, u64 w)
+{
+	m->bits[0] = (u32)w;
+	m->bits[1] = (u32)(w >> 32);
+}
+
+static u16 mr_segx_alloc(struct mr_conn *c, u32 blk)
+{
+	u16 id = c->segx_free;
+
+	if (id)
+		c->segx_free = c->segx_next[id - 1];
+	else if (c->segx_top < MR_SEGX_NR)
+		id = ++c->segx_top;
+	else
+		return 0;
+	c->segx_bits[id - 1] = 0;
+	c->segx_blk[id - 1] = blk;
+	c->segx_next[id - 1] = 0;
+	c->segx_used++;
+	return id;
+}
+
+static void mr_segx_free(struct mr_conn *c, u16 id)
+{
+	c->segx_next[id - 1] = c->segx_free;
+	c->segx_free = id;
+	c->segx_used--;
+}
+
+/* Forget what @m recorded; its chunks go back to the connection. */
+static void mr_segmap_reset(struct mr_conn *c, struct mr_segmap *m)
+{
+	u16 id = m->ext;
+
+	while (id) {
+		u16 next = c->segx_next[id - 1];
+
+		mr_segx_free(c, id);
+		id = next;
+	}
+	memset(m, 0, sizeof(*m));
+}
+
+/* The chunk of @m for segments 64 * @blk on; a new one if @create. */
+static u16 mr_segx_find(struct mr_conn *c, struct mr_segmap *m, u32 blk,
+			int create)
+{
+	u16 id, prev = 0, nid;
+
+	if (m->tail && c->segx_blk[m->tail - 1] <= blk) {
+		/* The usual case: in order, at or after the last chunk. */
+		if (c->segx_blk[m->tail - 1] == blk)
+			return m->tail;
+		prev = m->tail;
+		id = 0;
+	} else {
+		for (id = m->ext; id && c->segx_blk[id - 1] < blk;
+		     id = c->segx_next[id - 1])
+			prev = id;
+		if (id && c->segx_blk[id - 1] == blk)
+			return id;
+	}
+	if (!create)
+		return 0;
+	nid = mr_segx_alloc(c, blk);
+	if (!nid)
+		return 0;
+	c->segx_next[nid - 1] = id;
+	if (prev)
+		c->segx_next[prev - 1] = nid;
+	else
+		m->ext = nid;
+	if (!id)
+		m->tail = nid;
+	return nid;
+}
+
+/*
+ * Set segment @k of @m (at or after lo, before lo + MR_SEG_SPAN); 0, or
+ * -1 if it needed a chunk and none was left.
+ */
+static int mr_segmap_set(struct mr_conn *c, struct mr_segmap *m, u32 k)
+{
+	u32 d = k - m->lo;
+	u16 id;
+
+	if (d < 64) {
+		m->bits[d / 32] |= 1u << (d % 32);
+		return 0;
+	}
+	id = mr_segx_find(c, m, k / 64, 1);
+	if (!id)
+		return -1;
+	c->segx_bits[id - 1] |= 1ull << (k % 64);
+	return 0;
+}
+
+/*
+ * Move lo past the segments that landed. The window takes the chunks'
+ * segments as it moves over them; a chunk all of whose segments are in
+ * the window or before it is freed (every chunk starts after lo).
+ */
+static void mr_segmap_advance(struct mr_conn *c, struct mr_segmap *m)
+{
+	u64 w = mr_segmap_win(m);
+
+	while (w & 1) {
+		u32 n = ~w ? (u32)__builtin_ctzll(~w) : 64;
+		u16 id;
+
+		m->lo += n;
+		w = n < 64 ? w >> n : 0;
+		for (id = m->ext; id; id = c->segx_next[id - 1]) {
+			u32 base = c->segx_blk[id - 1] * 64;
+			u64 b = c->segx_bits[id - 1];
+
+			if (base - m->lo >= 64 && base - m->lo < 0x80000000u)
+				break;
+			w |= mr_seq_lt(base, m->lo) ? b >> (m->lo - base) :
+						      b << (base - m->lo);
+		}
+		while (m->ext && !mr_seq_lt(m->lo,
+					    c->segx_blk[m->ext - 1] * 64)) {
+			id = c->segx_next[m->ext - 1];
+			mr_segx_free(c, m->ext);
+			m->ext = id;
+		}
+		if (!m->ext)
+			m->tail = 0;
+	}
+	mr_segmap_set_win(m, w);
+}
+
+/* Segments of a message of @len bytes whose size is known. */
+static u32 mr_segmap_nsegs(const struct mr_segmap *m, u32 len)
+{
+	return len ? (len - 1) / m->size + 1 : 1;
+}
+
+/*
+ * Segment (@off, @plen) of a message of @len bytes (the decoder checked
+ * off + plen <= len, and that only an empty message has an empty
+ * segment): 0 if it is new, with its index in *@k (MR_SEG_LAST for the
+ * last segment while the size is unknown), or why it is refused:
+ * duplicate (it landed already), inconsistent (not cut as the message's
+ * segments are, or further ahead than a conforming sender can be, or the
+ * connection has no chunk left for it).
+ */
+static int mr_segmap_check(struct mr_conn *c, struct mr_segmap *m, u32 len,
+			   u32 off, u32 plen, u32 *k)
+{
+	u32 d;
+	u16 id;
+
+	if (!len) {
+		*k = 0;
+		return m->lo ? MR_DROP_DUP : 0;
+	}
+	if (!m->size) {
+		u32 last = m->bits[0];
+
+		if (off + plen == len && off) {
+			/* The last segment, first: kept aside. */
+			if (last)
+				return last == off ? MR_DROP_DUP :
+						     MR_DROP_INCONSISTENT;
+			*k = MR_SEG_LAST;
+			return 0;
+		}
+		if (off % plen || (last && off + plen == len))
+			return MR_DROP_INCONSISTENT;
+		/* This one tells the size: the last one, if any, is placed. */
+		m->size = (u16)plen;
+		m->bits[0] = 0;
+		if (last && !(last % plen) && len - last <= plen &&
+		    last / plen < MR_SEG_SPAN)
+			mr_segmap_set(c, m, last / plen);
+	}
+	if (off % m->size ||
+	    (off + plen < len ? plen != m->size : plen > m->size))
+		return MR_DROP_INCONSISTENT;
+	*k = off / m->size;
+	d = *k - m->lo;
+	if (mr_seq_lt(*k, m->lo))
+		return MR_DROP_DUP;
+	if (d >= MR_SEG_SPAN)
+		return MR_DROP_INCONSISTENT;
+	if (d < 64)
+		return (mr_segmap_win(m) >> d) & 1 ? MR_DROP_DUP : 0;
+	id = mr_segx_find(c, m, *k / 64, 1);
+	if (!id)
+		return MR_DROP_INCONSISTENT;
+	return (c->segx_bits[id - 1] >> (*k % 64)) & 1 ? MR_DROP_DUP : 0;
+}
+
+/*
+ * Segment @k (from mr_segmap_check()) at @off of a message of @len bytes
+ * landed: returns whether every segment of the message has.
+ */
+static int mr_segmap_land(struct mr_conn *c, struct mr_segmap *m, u32 len,
+			  u32 off, u32 k)
+{
+	if (k == MR_SEG_LAST) {
+		m->bits[0] = off;
+		return 0;
+	}
+	if (mr_segmap_set(c, m, k))
+		return 0;
+	if (k == m->lo)
+		mr_segmap_advance(c, m);
+	return m->lo >= mr_segmap_nsegs(m, len);
+}
+
 static void mr_qp_fatal_fail(struct mr_qp *qp);
 
 void mr_qp_init(struct mr_qp *qp, u32 qpn, struct mr_msg *sq, u32 sq_slots,
@@ -287,11 +520,13 @@ int mr_qp_post(struct mr_qp *qp, const struct mr_wr *wr, u64 now)
 	memset(m, 0, sizeof(*m));
 	m->cookie = wr->cookie;
 	m->raddr = wr->raddr;
-	m->swap_add = wr->swap_add;
-	m->compare = wr->compare;
+	if (wr->opcode != MR_WR_READ) {	/* a READ has its segment map */
+		m->swap_add = wr->swap_add;
+		m->compare = wr->compare;
+		m->imm = wr->imm;
+	}
 	m->len = wr->len;
 	m->rkey = wr->rkey;
-	m->imm = wr->imm;
 	m->opcode = wr->opcode;
 	m->flags = wr->flags;
 	m->gen = qp->gen;
@@ -418,8 +653,10 @@ int mr_qp_fill_hdr(struct mr_qp *qp, const struct mr_seg *s, struct mr_hdr *h)
 	h->raddr = m->raddr;
 	h->rkey = m->rkey;
 	h->ssn = m->ssn;
-	h->swap_add = m->swap_add;
-	h->compare = m->compare;
+	if (m->opcode == MR_WR_CMP_SWAP || m->opcode == MR_WR_FETCH_ADD) {
+		h->swap_add = m->swap_add;
+		h->compare = m->compare;
+	}
 	if (m->opcode == MR_WR_SEND_IMM || m->opcode == MR_WR_WRITE_IMM) {
 		h->flags |= MR_F_IMM;
 		h->imm = m->imm;
@@ -515,6 +752,26 @@ static void mr_qp_complete_ok(struct mr_qp *qp, u64 now, int *anyp)
 		mr_qp_activate(qp);
 }
 
+/* Give back the chunks of the connection that @qp's messages hold. */
+static void mr_qp_release_segs(struct mr_qp *qp)
+{
+	struct mr_conn *c = qp->conn;
+	u32 i;
+
+	if (!c)
+		return;
+	for (i = 0; i < MR_MSG_WND; i++)
+		if (qp->rq[i].seg.ext)
+			mr_segmap_reset(c, &qp->rq[i].seg);
+	for (i = 0; i < qp->sq_slots; i++) {
+		struct mr_msg *m = &qp->sq[i];
+
+		if (m->state != MR_MSG_FREE && m->opcode == MR_WR_READ &&
+		    m->seg.ext)
+			mr_segmap_reset(c, &m->seg);
+	}
+}
+
 /*
  * Enter the error state: flush everything the engine holds, the oldest
  * incomplete request with @status, and tell the caller (@cause, an
@@ -528,6 +785,7 @@ static void mr_qp_fail_cause(struct mr_qp *qp, u8 status, u8 cause, u64 now)
 
 	qp->nak_pend = 0;
 	mr_qp_complete_ok(qp, now, &any);
+	mr_qp_release_segs(qp);
 	while (qp->sq_una != qp->sq_nxt) {
 		struct mr_msg *m = mr_sq_msg(qp, qp->sq_una);
 
@@ -579,6 +837,7 @@ void mr_qp_detach(struct mr_qp *qp)
 
 	if (!c)
 		return;
+	mr_qp_release_segs(qp);
 	for (d = c->dsn_una; d != c->dsn_nxt; d++) {
 		struct mr_seg *s = mr_seg_of(c, d);
 
@@ -651,7 +910,72 @@ static void mr_rq_emit(struct mr_qp *qp, struct mr_rmsg *r, u8 status)
 		cqe.imm = r->imm;
 		cqe.inv_valid = 1;
 	}
+	/* Receives complete in SSN order: this one was rq_ssn. */
+	qp->rq_ssn++;
 	qp->conn->ops->complete(qp->conn->env, qp, &cqe);
+}
+
+/* A tracker is done with: its chunks go back to the connection. */
+static void mr_rmsg_free(struct mr_conn *c, struct mr_rmsg *r)
+{
+	if (r->seg.ext)
+		mr_segmap_reset(c, &r->seg);
+	r->state = MR_RMSG_FREE;
+}
+
+/* The responder's window moved on by one message. */
+static void mr_rq_next(struct mr_qp *qp)
+{
+	qp->rq_msn = (qp->rq_msn + 1) & MR_MSN_MASK;
+	if (qp->rq_hi)
+		qp->rq_hi--;
+}
+
+/* The tracker of @msn (within the window), or NULL if it has none. */
+static struct mr_rmsg *mr_rq_known(struct mr_qp *qp, u32 msn)
+{
+	struct mr_rmsg *r = &qp->rq[msn % MR_MSG_WND];
+
+	return r->state != MR_RMSG_FREE && r->msn == msn ? r : NULL;
+}
+
+/*
+ * May the receive-consuming message @msn carry @ssn (protocol.rst, section
+ * 7.13)? Receives are consumed in message order, so SSNs increase with
+ * the MSN, by one per receive-consuming message in between: from the
+ * nearest known receive-consuming message on each side (or, below, from
+ * rq_msn, whose SSN is rq_ssn if it consumes one), @ssn may differ by at
+ * most one plus the number of messages between them not seen yet, and must
+ * differ. Two messages can then never bind the same receive, and the
+ * oldest one's SSN is exactly rq_ssn. Looks at 64 trackers at most; in
+ * order, at the one before.
+ */
+static int mr_rq_ssn_ok(struct mr_qp *qp, u32 msn, u32 ssn)
+{
+	u32 d = mr_msn_diff(msn, qp->rq_msn), i, unseen = 0, next;
+	const struct mr_rmsg *r;
+
+	next = qp->rq_ssn;
+	for (i = d; i-- > 0;) {
+		r = mr_rq_known(qp, (qp->rq_msn + i) & MR_MSN_MASK);
+		if (!r) {
+			unseen++;
+		} else if (mr_op_consumes_recv(r->opcode, r->flags)) {
+			next = r->ssn + 1;
+			break;
+		}
+	}
+	if (ssn - next > unseen)
+		return 0;
+	unseen = 0;
+	for (i = d + 1; i < qp->rq_hi; i++) {
+		r = mr_rq_known(qp, (qp->rq_msn + i) & MR_MSN_MASK);
+		if (!r)
+			unseen++;
+		else if (mr_op_consumes_recv(r->opcode, r->flags))
+			return r->ssn - (ssn + 1) <= unseen;
+	}
+	return 1;
 }
 
 static void mr_qp_fatal(struct mr_conn *c, struct mr_qp *qp, u32 msn,
@@ -720,10 +1044,21 @@ static void mr_rq_advance(struct mr_conn *c, struct mr_qp *qp)
 			mr_rq_execute(c, qp, r);
 		if (r->state != MR_RMSG_DONE)
 			break;
+		if (mr_op_consumes_recv(r->opcode, r->flags) &&
+		    r->ssn != qp->rq_ssn) {
+			/*
+			 * Messages seen since it bound its receive leave it
+			 * another SSN than its place: it consumes none.
+			 */
+			c->drops[MR_DROP_SSN]++;
+			mr_rmsg_free(c, r);
+			mr_qp_fatal(c, qp, qp->rq_msn, MR_QPS_INV_REQ);
+			break;
+		}
 		mr_rq_emit(qp, r, MR_WC_OK);
 		mr_stat(c, MR_ST_MSG_DONE_RX, 1);
-		r->state = MR_RMSG_FREE;
-		qp->rq_msn = (qp->rq_msn + 1) & MR_MSN_MASK;
+		mr_rmsg_free(c, r);
+		mr_rq_next(qp);
 		moved = 1;
 	}
 	if (moved)
@@ -732,8 +1067,13 @@ static void mr_rq_advance(struct mr_conn *c, struct mr_qp *qp)
 	    !qp->fatal_drain) {
 		struct mr_rmsg *r = &qp->rq[qp->rq_msn % MR_MSG_WND];
 
-		/* A receive the failed message consumed completes in error. */
-		if (r->state != MR_RMSG_FREE && r->msn == qp->rq_msn)
+		/*
+		 * A receive the failed message consumed completes in error
+		 * (unless its SSN was not the receive's: then it has none).
+		 */
+		if (r->state != MR_RMSG_FREE && r->msn == qp->rq_msn &&
+		    (!mr_op_consumes_recv(r->opcode, r->flags) ||
+		     r->ssn == qp->rq_ssn))
 			mr_rq_emit(qp, r, qp->nak_status == MR_QPS_INV_REQ ?
 				   MR_WC_LOC_LEN_ERR : MR_WC_LOC_PROT_ERR);
 		mr_conn_mark_dirty(c, qp);
@@ -759,16 +1099,18 @@ static void mr_qp_fatal_fail(struct mr_qp *qp)
 			 qp->last_progress);
 }
 
-static void mr_rq_reset_from(struct mr_qp *qp, u32 msn)
+static void mr_rq_reset_from(struct mr_conn *c, struct mr_qp *qp, u32 msn)
 {
-	u32 i;
+	u32 i, d = mr_msn_diff(msn, qp->rq_msn);
 
 	for (i = 0; i < MR_MSG_WND; i++) {
 		struct mr_rmsg *r = &qp->rq[i];
 
 		if (r->state != MR_RMSG_FREE && !mr_msn_lt(r->msn, msn))
-			r->state = MR_RMSG_FREE;
+			mr_rmsg_free(c, r);
 	}
+	if (d < MR_MSG_WND && qp->rq_hi > d)
+		qp->rq_hi = (u8)d;
 }
 
 static void mr_qp_rx_request(struct mr_conn *c, struct mr_qp *qp,
@@ -776,6 +1118,7 @@ static void mr_qp_rx_request(struct mr_conn *c, struct mr_qp *qp,
 {
 	u32 d = mr_msn_diff(h->msn, qp->rq_msn);
 	struct mr_rmsg *r;
+	int st;
 
 	if (d & 0x800000) {
 		mr_drop(c, rx, MR_DROP_DUP);
@@ -796,7 +1139,7 @@ static void mr_qp_rx_request(struct mr_conn *c, struct mr_qp *qp,
 			qp->rq_gen++;
 			qp->gen_floor = qp->nak_msn;
 			qp->rnr_nak = 0;
-			mr_rq_reset_from(qp, qp->nak_msn);
+			mr_rq_reset_from(c, qp, qp->nak_msn);
 		} else {
 			mr_drop(c, rx, MR_DROP_STALE_GEN);
 			return;
@@ -810,6 +1153,17 @@ static void mr_qp_rx_request(struct mr_conn *c, struct mr_qp *qp,
 
 	r = &qp->rq[h->msn % MR_MSG_WND];
 	if (r->state == MR_RMSG_FREE || r->msn != h->msn) {
+		int consumes = mr_op_consumes_recv(h->opcode, h->flags);
+
+		if (consumes && !mr_rq_ssn_ok(qp, h->msn, h->ssn)) {
+			/* Not the receive its place allows: it fails. */
+			mr_qp_fatal(c, qp, h->msn, MR_QPS_INV_REQ);
+			mr_drop(c, rx, MR_DROP_SSN);
+			mr_rq_advance(c, qp);
+			return;
+		}
+		if (r->state != MR_RMSG_FREE)
+			mr_rmsg_free(c, r);
 		memset(r, 0, sizeof(*r));
 		r->msn = h->msn;
 		r->gen = h->gen;
@@ -818,7 +1172,7 @@ static void mr_qp_rx_request(struct mr_conn *c, struct mr_qp *qp,
 		r->flags = h->flags & (MR_F_IMM | MR_F_INV | MR_F_SOLICIT);
 		r->imm = (h->flags & MR_F_INV) ? h->inv_rkey : h->imm;
 		r->state = MR_RMSG_ACTIVE;
-		if (mr_op_consumes_recv(h->opcode, h->flags)) {
+		if (consumes) {
 			if (c->ops->bind_recv(c->env, qp, h->ssn, &r->cookie,
 					      &r->recv_len) < 0) {
 				r->state = MR_RMSG_FREE;
@@ -829,17 +1183,22 @@ static void mr_qp_rx_request(struct mr_conn *c, struct mr_qp *qp,
 				mr_drop(c, rx, MR_DROP_RNR);
 				return;
 			}
+			r->ssn = h->ssn;
 			if (h->opcode == MR_OP_SEND && r->len > r->recv_len) {
 				mr_qp_fatal(c, qp, h->msn, MR_QPS_INV_REQ);
 				mr_drop(c, rx, MR_DROP_INV_REQ);
 				mr_rq_advance(c, qp);
 				return;
 			}
+		} else if (h->opcode == MR_OP_CMP_SWAP ||
+			   h->opcode == MR_OP_FETCH_ADD) {
+			r->swap_add = h->swap_add;
+			r->compare = h->compare;
 		}
 		r->raddr = h->raddr;
 		r->rkey = h->rkey;
-		r->swap_add = h->swap_add;
-		r->compare = h->compare;
+		if (mr_msn_diff(h->msn, qp->rq_msn) >= qp->rq_hi)
+			qp->rq_hi = (u8)(mr_msn_diff(h->msn, qp->rq_msn) + 1);
 		/* This may settle a pending RNR NAK: report it. */
 		if (qp->rnr_nak)
 			mr_conn_mark_dirty(c, qp);
@@ -860,16 +1219,19 @@ static void mr_qp_rx_request(struct mr_conn *c, struct mr_qp *qp,
 	rx->slot = h->msn;
 	switch (h->opcode) {
 	case MR_OP_WRITE:
-		rx->action = MR_RXA_WRITE;
-		if (r->cookie) {
+	case MR_OP_SEND:
+		st = mr_segmap_check(c, &r->seg, r->len, h->offset, h->plen,
+				     &rx->seg);
+		if (st) {
+			mr_drop(c, rx, st);
+			return;
+		}
+		rx->action = h->opcode == MR_OP_SEND ? MR_RXA_SEND :
+						       MR_RXA_WRITE;
+		if (mr_op_consumes_recv(h->opcode, h->flags)) {
 			rx->cookie = r->cookie;
 			rx->recv_len = r->recv_len;
 		}
-		break;
-	case MR_OP_SEND:
-		rx->action = MR_RXA_SEND;
-		rx->cookie = r->cookie;
-		rx->recv_len = r->recv_len;
 		break;
 	default:
 		/* READ/atomic: remembered, executed in order. */
@@ -908,6 +1270,15 @@ static void mr_qp_rx_response(struct mr_conn *c, struct mr_qp *qp,
 					   !mr_wr_is_read_atomic(m->opcode)) {
 		mr_drop(c, rx, MR_DROP_INCONSISTENT);
 		return;
+	}
+	if (h->opcode == MR_OP_READ_RESP) {
+		int st = mr_segmap_check(c, &m->seg, m->len, h->offset,
+					 h->plen, &rx->seg);
+
+		if (st) {
+			mr_drop(c, rx, st);
+			return;
+		}
 	}
 	rx->qp = qp;
 	rx->slot = h->msn;
@@ -974,8 +1345,8 @@ void mr_qp_rx_done(struct mr_conn *c, struct mr_qp *qp,
 			return;
 		}
 		mr_stat(c, MR_ST_RX_PLACED, 1);
-		m->landed += h->plen;
-		if (rx->action == MR_RXA_ATOMIC_RESP || m->landed >= m->len)
+		if (rx->action == MR_RXA_ATOMIC_RESP ||
+		    mr_segmap_land(c, &m->seg, m->len, h->offset, rx->seg))
 			m->state = MR_MSG_DONE;
 		mr_qp_progress(qp, now);
 		mr_qp_complete(qp, now);
@@ -998,8 +1369,7 @@ void mr_qp_rx_done(struct mr_conn *c, struct mr_qp *qp,
 	switch (rx->action) {
 	case MR_RXA_WRITE:
 	case MR_RXA_SEND:
-		r->landed += h->plen;
-		if (r->landed >= r->len)
+		if (mr_segmap_land(c, &r->seg, r->len, h->offset, rx->seg))
 			r->state = MR_RMSG_DONE;
 		break;
 	}
@@ -1076,7 +1446,8 @@ static void mr_qp_rewind(struct mr_qp *qp, u64 now)
 			qp->rd_out--;
 		m->state = MR_MSG_QUEUED;
 		m->sent = 0;
-		m->landed = 0;
+		if (m->opcode == MR_WR_READ)
+			mr_segmap_reset(qp->conn, &m->seg);
 		m->segs_out = 0;
 		m->gen = qp->gen;
 	}

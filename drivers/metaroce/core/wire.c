@@ -543,6 +543,7 @@ static const char * const mr_drop_names[MR_DROP_NR_REASONS] = {
 	[MR_DROP_RNR] = "rnr",
 	[MR_DROP_ACCESS] = "access",
 	[MR_DROP_INV_REQ] = "invalid_request",
+	[MR_DROP_SSN] = "ssn",
 };
 
 const char *mr_drop_name(int reason)

@@ -16,8 +16,9 @@
  * are outstanding, unsignaled work requests complete silently, a CQ armed
  * for solicited completions ignores the others, RNR retries (exhausted, and
  * waited out until a receive is posted) and the rights of a memory region
- * (WRITE, READ and atomic each refused by an MR without that right).
- * Every received byte is checked.
+ * (WRITE, READ and atomic each refused by an MR without that right); a QP
+ * on an SRQ moved to the error state reaches its last WQE, and a full CQ
+ * fails the QP whose completion it lost.  Every received byte is checked.
  */
 #include <ctype.h>
 #include <unistd.h>
@@ -80,8 +81,11 @@ enum {
 	RC_SEND, RC_WRITE, RC_READ, RC_ATOMIC, RC_SRQ, RC_EVENT, RC_WR,
 	RC_ERR_KEY, RC_ERR_RANGE, RC_FENCE, RC_RD1, RC_UNSIG, RC_SOLICIT,
 	RC_RNR, RC_RNR_WAIT, RC_ACC_WRITE, RC_ACC_READ, RC_ACC_ATOMIC, UD,
-	NUM_QPS
+	RC_CQ_OVF, NUM_QPS
 };
+
+#define CQ_OVF_CQE 4		/* the size of RC_CQ_OVF's CQ */
+#define CQ_OVF_WRS 8		/* WRITEs it posts, unpolled */
 
 struct info {
 	uint32_t magic;
@@ -114,6 +118,7 @@ struct side {
 	struct ibv_comp_channel *ch_sol;
 	struct ibv_cq *cq_sol;		/* receives of RC_SOLICIT */
 	struct ibv_cq *cq_unsig;	/* RC_UNSIG alone */
+	struct ibv_cq *cq_ovf;		/* RC_CQ_OVF alone, CQ_OVF_CQE */
 	uint8_t *acc_buf[NUM_ACC];
 	struct ibv_mr *acc_mr[NUM_ACC];
 	struct ibv_srq *srq;
@@ -311,6 +316,9 @@ static struct ibv_qp *create_step_qp(struct side *s, int i)
 				 UNSIG_SQ);
 	case UD:
 		return create_qp(s, IBV_QPT_UD, s->cq, s->cq, NULL, 64);
+	case RC_CQ_OVF:
+		return create_qp(s, IBV_QPT_RC, s->cq_ovf, s->cq_ovf, NULL,
+				 CQ_OVF_WRS);
 	default:
 		return create_qp(s, IBV_QPT_RC, s->cq, s->cq, NULL, 64);
 	}
@@ -381,15 +389,16 @@ static void setup(struct side *s, const char *name)
 	s->cq_sol = s->ch_sol ? ibv_create_cq(s->ctx, 16, s, s->ch_sol, 0) :
 				NULL;
 	s->cq_unsig = ibv_create_cq(s->ctx, 2 * UNSIG_SQ, NULL, NULL, 0);
-	tap(s->cq && s->cq2 && s->cqx && s->cq_sol && s->cq_unsig,
-	    "five CQs, one extended, two with a channel (%s)",
-	    s->cq && s->cq2 && s->cqx && s->cq_sol && s->cq_unsig ? "ok" :
-	    errname(errno));
+	s->cq_ovf = ibv_create_cq(s->ctx, CQ_OVF_CQE, NULL, NULL, 0);
+	tap(s->cq && s->cq2 && s->cqx && s->cq_sol && s->cq_unsig &&
+	    s->cq_ovf, "six CQs, one extended, two with a channel (%s)",
+	    s->cq && s->cq2 && s->cqx && s->cq_sol && s->cq_unsig &&
+	    s->cq_ovf ? "ok" : errname(errno));
 	s->srq = ibv_create_srq(s->pd, &sa);
 	tap(s->srq != NULL, "ibv_create_srq (%s)",
 	    s->srq ? "ok" : errname(errno));
 	if (!s->cq || !s->cq2 || !s->cqx || !s->cq_sol || !s->cq_unsig ||
-	    !s->srq)
+	    !s->cq_ovf || !s->srq)
 		bail_out("cannot create CQs or the SRQ");
 	setup_acc_mrs(s);
 
@@ -1704,6 +1713,92 @@ static void step_access(struct side *s)
 	}
 }
 
+/*
+ * The SRQ step's QP, moved to the error state with receives left in the
+ * SRQ (two of the six): it gets IBV_EVENT_QP_LAST_WQE_REACHED, and the
+ * receives stay in the SRQ, uncompleted.
+ */
+static void step_srq_error(struct side *s)
+{
+	struct ibv_qp *qp = s->qp[RC_SRQ];
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp *qps[1] = { qp };
+	struct ibv_wc wc;
+	int type[1], n;
+
+	barrier(s, 40);
+	expect_ret(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0,
+		   "SRQ: the SRQ's QP to the error state");
+	qp_events(s, qps, 1, type, TIMEOUT);
+	tap(type[0] == IBV_EVENT_QP_LAST_WQE_REACHED,
+	    "SRQ: ... IBV_EVENT_QP_LAST_WQE_REACHED for it (%s)",
+	    type[0] >= 0 ? ibv_event_type_str(type[0]) : "none");
+	usleep(100000);
+	n = ibv_poll_cq(s->cq2, 1, &wc);
+	tap(n == 0, "SRQ: the receives it never took stay in the SRQ (%d completed)",
+	    n);
+	barrier(s, 41);
+}
+
+/*
+ * A CQ of 4 and 8 signaled WRITEs that nobody polls: the 5th completion
+ * does not fit, the CQ gets IBV_EVENT_CQ_ERR and the QP fails (as the
+ * verbs say: no completion is lost in silence); the 4 that fit are there,
+ * successful, and a work request posted after them is flushed.
+ */
+static void step_cq_overflow(struct side *s)
+{
+	struct ibv_qp *qp = s->qp[RC_CQ_OVF];
+	struct ibv_async_event ev = {};
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc[CQ_OVF_WRS];
+	int i, n, ok = 0, posted = 0;
+	double deadline;
+	bool got;
+
+	barrier(s, 42);
+	for (i = 0; i < CQ_OVF_WRS; i++) {
+		wr = (struct ibv_send_wr){ .wr_id = 2000 + i,
+					   .opcode = IBV_WR_RDMA_WRITE };
+		wr.wr.rdma.remote_addr = s->peer.addr + OFF_UNSIG_DST + i * 64;
+		wr.wr.rdma.rkey = s->peer.rkey;
+		sge = sge_at(s, OFF_UNSIG_SRC + i * 64, 64);
+		posted += !post_one(qp, &wr, &sge, 1);
+	}
+	tap(posted == CQ_OVF_WRS, "cq overflow: %d signaled WRITEs posted (%d)",
+	    CQ_OVF_WRS, posted);
+	got = wait_async(s, IBV_EVENT_CQ_ERR, &ev);
+	tap(got && ev.element.cq == s->cq_ovf,
+	    "cq overflow: IBV_EVENT_CQ_ERR on the CQ of %d", CQ_OVF_CQE);
+	deadline = now_sec() + TIMEOUT;
+	while (qp_state(qp) != IBV_QPS_ERR && now_sec() < deadline)
+		usleep(1000);
+	tap(qp_state(qp) == IBV_QPS_ERR,
+	    "cq overflow: the QP whose completion was lost is in the error state (%d)",
+	    qp_state(qp));
+	/* Its flushed work requests find the CQ full as well. */
+	usleep(100000);
+	n = ibv_poll_cq(s->cq_ovf, CQ_OVF_WRS, wc);
+	for (i = 0; i < n; i++)
+		ok += wc[i].status == IBV_WC_SUCCESS &&
+		      wc[i].wr_id == 2000u + i;
+	tap(n == CQ_OVF_CQE && ok == CQ_OVF_CQE,
+	    "cq overflow: the %d completions that fit, successful, in order (%d, %d ok)",
+	    CQ_OVF_CQE, n, ok);
+	wr = (struct ibv_send_wr){ .wr_id = 2100,
+				   .opcode = IBV_WR_RDMA_WRITE };
+	wr.wr.rdma.remote_addr = s->peer.addr + OFF_UNSIG_DST;
+	wr.wr.rdma.rkey = s->peer.rkey;
+	sge = sge_at(s, OFF_UNSIG_SRC, 64);
+	post_one(qp, &wr, &sge, 1);
+	got = wait_wc(s->cq_ovf, 2100, &wc[0]);
+	tap(got && wc[0].status == IBV_WC_WR_FLUSH_ERR,
+	    "cq overflow: a WRITE posted then is flushed (%s)",
+	    got ? ibv_wc_status_str(wc[0].status) : "no completion");
+	barrier(s, 43);
+}
+
 static void teardown(struct side *s)
 {
 	int i, ret = 0;
@@ -1717,6 +1812,7 @@ static void teardown(struct side *s)
 	ret |= ibv_destroy_cq(ibv_cq_ex_to_cq(s->cqx));
 	ret |= ibv_destroy_cq(s->cq_sol);
 	ret |= ibv_destroy_cq(s->cq_unsig);
+	ret |= ibv_destroy_cq(s->cq_ovf);
 	ret |= ibv_destroy_comp_channel(s->ch);
 	ret |= ibv_destroy_comp_channel(s->ch_sol);
 	for (i = 0; i < NUM_ACC; i++) {
@@ -1767,6 +1863,8 @@ int main(int argc, char **argv)
 	step_solicited(&s);
 	step_rnr(&s);
 	step_access(&s);
+	step_srq_error(&s);
+	step_cq_overflow(&s);
 	teardown(&s);
 	close(s.sock);
 	free(s.buf);

@@ -24,7 +24,11 @@
 #                  counted); an MR without remote write, read or atomic
 #                  refuses that one (REM_ACCESS_ERR, nothing changed, the
 #                  responder's QP in error with the access event, the
-#                  requester's without)
+#                  requester's without); the SRQ's QP moved to the error
+#                  state gets IBV_EVENT_QP_LAST_WQE_REACHED; a CQ of 4
+#                  that 8 WRITEs overflow gets IBV_EVENT_CQ_ERR and their
+#                  QP fails (4 completions kept, the rest lost, a later
+#                  post flushed)
 #   rc_pingpong, rc_pingpong_events, rc_pingpong_new_send, ud_pingpong,
 #   srq_pingpong   ibverbs-utils' examples, server in mrva, client in mrvb,
 #                  with received-buffer validation (-c)
