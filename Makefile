@@ -42,7 +42,7 @@ V ?= 0
 
 .PHONY: all module module-6.12 module-6.1 modules-vm userspace test-tools \
 	install install-module install-provider install-man install-wireshark \
-	uninstall deps deps-check check check-man check-install \
+	uninstall sign deps deps-check check check-man check-install \
 	check-core check-build check-vm check-vm-6.1 check-dkms checkpatch \
 	sparse demo sim bench bench-fastpath bench-scale clean help
 
@@ -111,6 +111,19 @@ install-man:
 install-wireshark:
 	install -D -m 0644 $(TOP)/tools/wireshark/metaroce.lua \
 		$(DESTDIR)$(WIRESHARK_LUA_DIR)/metaroce.lua
+
+# Secure Boot: signs the built module with a Machine Owner Key before
+# make install (README.md, "Secure Boot"). make install keeps the signature
+# (kbuild's own attempt to sign with the kernel's key, which distributions
+# do not ship, fails harmlessly).
+MOK_KEY ?=
+MOK_CERT ?=
+sign: module
+	@test -n "$(MOK_KEY)" -a -n "$(MOK_CERT)" || { echo "usage: make sign" \
+		"MOK_KEY=/path/mok.key MOK_CERT=/path/mok.der" >&2; exit 1; }
+	$(KDIR)/scripts/sign-file sha256 $(MOK_KEY) $(MOK_CERT) \
+		$(BUILD)/kmod/$(KREL)/drivers/metaroce/metaroce.ko
+	@modinfo -F signer $(BUILD)/kmod/$(KREL)/drivers/metaroce/metaroce.ko
 
 # Removes what install installed, for the kernel release KREL (the running
 # kernel's unless KDIR/KVER say otherwise), and only that.
