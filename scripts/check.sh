@@ -5,6 +5,7 @@
 #   1. check-build: W=1 module builds for both pinned kernels, checkpatch,
 #      sparse (scripts/check-build.sh); leaves the modules built
 #   2. userspace: the core library, tools and the rdma-core provider
+#      install: make install / make uninstall into a staging root
 #   3. check-core: the userspace unit tests (skipped, never passed, while
 #      userspace/core.mk does not exist)
 #   4. the kselftests in the VM on each kernel of MR_CHECK_KERNELS
@@ -22,7 +23,7 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$TOP"
 read -ra kernels <<<"${MR_CHECK_KERNELS:-6.12 6.1}"
 
-steps=("check-build" "userspace" "check-core")
+steps=("check-build" "userspace" "install" "check-core")
 for k in "${kernels[@]}"; do
 	steps+=("kselftests-$k")
 done
@@ -63,7 +64,8 @@ fail_step() { # NAME REASON
 }
 
 step check-build scripts/check-build.sh
-step userspace make --no-print-directory userspace
+step userspace make --no-print-directory userspace test-tools
+step install make --no-print-directory check-install
 if [[ -f userspace/core.mk ]]; then
 	step check-core make --no-print-directory check-core
 else

@@ -37,6 +37,8 @@ pkgs=(
 	openmpi-bin libopenmpi-dev ucx-utils libucx0
 	# benchmark plots
 	gnuplot-nox
+	# the Wireshark dissector's decode tests (tools/wireshark/)
+	tshark
 )
 
 installed() { # PKG: true when dpkg has it fully installed
@@ -61,6 +63,10 @@ fi
 if ((${#missing[@]})); then
 	echo "deps: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
+	# wireshark-common (pulled in by tshark) asks whether non-root users
+	# may capture; answer no, without asking.
+	echo 'wireshark-common wireshark-common/install-setuid boolean false' |
+		debconf-set-selections
 	apt_install() {
 		apt-get install -y -q --no-install-recommends \
 			-o Dpkg::Options::=--force-confdef \

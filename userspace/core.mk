@@ -76,7 +76,21 @@ check-unit-asan: $(ASAN_BIN)
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		$(CURDIR)/tests/run-tap.sh $(ASAN_BIN)
 
-# make check-core: unit tests, a bounded fuzz run and a simulator smoke test.
-check: check-unit fuzz-smoke sim-smoke
+# The Wireshark dissector's decode test (tools/wireshark/test/run.sh):
+# packets from the real encoder, dissected by tshark (skipped without it).
+WS_DIR := $(TOP)/tools/wireshark
+PCAPGEN := $(BUILD)/wireshark/pcapgen
+
+$(PCAPGEN): $(WS_DIR)/test/pcapgen.c $(CORE_LIB) $(TEST_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(CORE_LIB)
+
+.PHONY: check-dissector
+check-dissector: $(PCAPGEN)
+	@$(WS_DIR)/test/run.sh $(PCAPGEN) $(BUILD)/wireshark/out
+
+# make check-core: unit tests, the dissector's decode test, a bounded fuzz
+# run and a simulator smoke test.
+check: check-unit check-dissector fuzz-smoke sim-smoke
 
 -include $(CORE_OBJ:.o=.d)
