@@ -731,15 +731,12 @@ static void struct_data(int ce)
 			   fz_mint(h.epoch, !!(b[3] & 8));
 	h.tsval = (u32)S.now;
 	/*
-	 * A SYN names where the sender's data starts (the model's first DSN)
-	 * and echoes our epoch, as a peer that heard from us does: without
-	 * them the receiver's window would start at DSN 0 and refuse all the
-	 * model's data as dsn_window.
+	 * A SYN names where the sender's data starts (the model's first
+	 * DSN): without it the receiver's window would start at DSN 0 and
+	 * refuse all the model's data as dsn_window.
 	 */
-	if (h.flags & MR_F_SYN) {
+	if (h.flags & MR_F_SYN)
 		h.syn_dsn = S.peer_epoch;
-		h.syn_echo = S.c.epoch;
-	}
 	if (mr_op_sequenced(h.opcode)) {
 		h.path = b[2] & 15;
 		h.psn = S.peer_psn[h.path] + (u32)(s32)(s8)b[4];
