@@ -513,7 +513,7 @@ static void mr_peer_gc(struct work_struct *work)
 				continue;
 			spin_lock_bh(&peer->lock);
 			idle = mr_conn_idle(&peer->conn) ||
-			       !peer->conn.peer_epoch;
+			       !mr_conn_answered(&peer->conn);
 			spin_unlock_bh(&peer->lock);
 			if (!idle && now - peer->idle_since < 30 * MR_PEER_IDLE_NS)
 				continue;

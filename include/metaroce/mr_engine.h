@@ -721,6 +721,8 @@ u64 mr_conn_next_timer(const struct mr_conn *c);
 void mr_conn_timer(struct mr_conn *c, u64 now);
 /* Nothing in flight, nothing queued, no QP attached. */
 int mr_conn_idle(const struct mr_conn *c);
+/* Whether the remote end ever answered: an ACK, a challenge or its epoch. */
+int mr_conn_answered(const struct mr_conn *c);
 /*
  * Take this connection's bytes in flight off the host's count
  * (ops->host_window), before the environment frees it.

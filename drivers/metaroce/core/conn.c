@@ -1169,6 +1169,11 @@ int mr_conn_idle(const struct mr_conn *c)
 	       mr_list_empty(&c->dirty);
 }
 
+int mr_conn_answered(const struct mr_conn *c)
+{
+	return c->ack_last || c->cookie || c->rx_epoch;
+}
+
 void mr_conn_set_hint(struct mr_conn *c, u32 mbps)
 {
 	c->hint_out = mbps;
