@@ -468,7 +468,8 @@ class Side:
         from pyverbs.mr import MR
         from pyverbs.pd import PD
         from pyverbs.qp import QP, QPCap, QPInitAttr
-        import pyverbs.enums as e
+        from mr_pyverbs import verbs_enums
+        e = verbs_enums()
 
         self.e = e
         self.access = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
@@ -555,7 +556,8 @@ class Side:
 
 
 def cmd_victim(args):
-    import pyverbs.enums as e
+    from mr_pyverbs import verbs_enums
+    e = verbs_enums()
 
     size = Side.SIZE
     a = Side(args.a_dev, args.a_gidx)
@@ -633,7 +635,8 @@ def cmd_isolation(args):
     """Two QP pairs on one connection; a WRITE with a wrong R_Key on the
     first fails that pair only, while the second carries WRITEs before and
     after it."""
-    import pyverbs.enums as e
+    from mr_pyverbs import verbs_enums
+    e = verbs_enums()
 
     size, chunk = Side.SIZE, 128
     a1, b1 = Side(args.a_dev, args.a_gidx), Side(args.b_dev, args.b_gidx)
