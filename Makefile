@@ -8,8 +8,10 @@
 #   make install          install the module, the rdma-core provider, the
 #                         metaroce(7) man page and the Wireshark dissector
 #                         (DESTDIR= stages them; make uninstall removes them)
-#   make deps             install every Debian package the project needs
+#   make deps             install every Debian package the project needs, fetch
+#                         the test kernels, build the other releases' rootfs
 #   make check            all tests (userspace, then kselftests in QEMU)
+#   make check-matrix     every kselftest on every kernel x userland (hours)
 #   make demo             boot the VM and show two hosts talking over metaroce
 #   make sim              run the fabric simulator's standard scenarios
 #   make bench            run the whole VM benchmark set in one boot
@@ -33,23 +35,33 @@ KDIR ?= /lib/modules/$(KVER)/build
 # (Debian's 6.1 headers have a different include/config/kernel.release).
 KREL = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"$$/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
-# Pinned kernels used by the VM tests.
-KDIR_6_12 := /usr/src/linux-headers-$(MR_KVER_6_12)
-KDIR_6_1 := /usr/src/linux-headers-$(MR_KVER_6_1)
+# The kernels the VM tests boot (scripts/kernels.env: 6.12 6.1 6.12-trixie
+# 7.2), the other Debian releases they come from (trixie sid), and which of
+# the kernels are the host release's (6.12 6.1).
+PLATFORM = MR_TOP=$(TOP) bash -c '. $(TOP)/scripts/platform.sh && $(1)'
+KERNELS := $(shell $(call PLATFORM,mr_kernel_names))
+SUITES := $(shell $(call PLATFORM,mr_suites))
+HOST_KERNELS := $(shell $(call PLATFORM,mr_kernel_names --host))
 
 W ?=
 V ?= 0
 
-.PHONY: all module module-6.12 module-6.1 modules-vm userspace test-tools \
+MODULE_TARGETS := $(addprefix module-,$(KERNELS))
+USERLAND_TARGETS := $(addprefix userland-,$(SUITES))
+CHECK_USERLAND_TARGETS := $(addprefix check-userland-,$(SUITES))
+
+.PHONY: all module $(MODULE_TARGETS) modules-vm modules-all userspace \
+	test-tools $(USERLAND_TARGETS) userlands $(CHECK_USERLAND_TARGETS) \
 	install install-module install-provider install-man install-wireshark \
-	uninstall sign deps deps-check check check-man check-install \
-	check-core check-build check-vm check-vm-6.1 check-dkms checkpatch \
-	sparse demo sim bench bench-fastpath bench-scale clean help
+	uninstall sign deps deps-check deps-check-all rootfs check check-man \
+	check-install check-core check-build check-vm check-vm-6.1 \
+	check-matrix check-dkms checkpatch sparse demo sim bench \
+	bench-fastpath bench-scale clean help
 
 all: module userspace
 
 help:
-	@sed -n '3,18p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,19p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 # --- kernel module --------------------------------------------------------
 
@@ -59,13 +71,16 @@ module:
 		"install linux-headers-$(KVER) or pass KDIR=/path/to/headers" >&2; exit 1; }
 	@$(TOP)/scripts/build-module.sh "$(KDIR)" "$(W)" "$(V)"
 
-module-6.12:
-	@$(TOP)/scripts/build-module.sh "$(KDIR_6_12)" "$(W)" "$(V)"
+# module-NAME for every kernel of scripts/kernels.env: module-6.12,
+# module-6.1, module-6.12-trixie, module-7.2. Those of another Debian release
+# are built inside its root filesystem (make deps makes it).
+$(MODULE_TARGETS): module-%:
+	@$(TOP)/scripts/build-module.sh --kernel $* "$(W)" "$(V)"
 
-module-6.1:
-	@$(TOP)/scripts/build-module.sh "$(KDIR_6_1)" "$(W)" "$(V)"
-
-modules-vm: module-6.12 module-6.1
+# The host release's kernels (what make demo and the benchmarks boot), and
+# all of them.
+modules-vm: $(addprefix module-,$(HOST_KERNELS))
+modules-all: $(MODULE_TARGETS)
 
 # --- userspace ------------------------------------------------------------
 
@@ -76,6 +91,24 @@ userspace:
 # (mr_coll: MPI, mpicc from libopenmpi-dev, which make deps installs).
 test-tools:
 	@$(MAKE) -C $(TOP)/userspace BUILD=$(BUILD)/userspace test-tools
+
+# userland-SUITE: the provider and the test tools built inside the root
+# filesystem of the Debian release SUITE, against its rdma-core, into
+# build/userland/SUITE/userspace (which a VM with --userland SUITE sees as
+# build/userspace); check-userland-SUITE also runs the provider's build-time
+# checks against that release's libibverbs (check-pabi.sh, pabi_probe, the
+# unit tests).
+$(USERLAND_TARGETS): userland-%:
+	@$(TOP)/scripts/in-rootfs.sh $* make --no-print-directory -C \
+		$(TOP)/userspace BUILD=$(BUILD)/userland/$*/userspace provider tools
+
+userlands: $(USERLAND_TARGETS)
+
+$(CHECK_USERLAND_TARGETS): check-userland-%: userland-%
+	@$(TOP)/scripts/in-rootfs.sh $* make --no-print-directory -C \
+		$(TOP)/userspace/provider \
+		BUILD=$(BUILD)/userland/$*/userspace/provider check
+
 
 # --- install ---------------------------------------------------------------
 
@@ -142,15 +175,29 @@ uninstall:
 deps:
 	@$(TOP)/scripts/deps.sh
 
-# Runs deps.sh only when something it provides is missing.
+# Runs deps.sh only when something it provides is missing: what the host
+# release's kernels and userland need (deps-check), or everything, the other
+# releases' kernels and root filesystems included (deps-check-all).
 deps-check:
+	@$(TOP)/scripts/deps.sh --if-missing --host
+
+deps-check-all:
 	@$(TOP)/scripts/deps.sh --if-missing
+
+# The other releases' root filesystems alone (make deps builds them too).
+rootfs:
+	@$(TOP)/scripts/rootfs.sh $(SUITES)
 
 # --- tests ----------------------------------------------------------------
 
 # The README's test command.
-check: deps-check
+check: deps-check-all
 	@$(TOP)/scripts/check.sh
+
+# Every kselftest on every kernel with every userland (scripts/check-matrix.sh;
+# hours: MR_MATRIX_KERNELS / MR_MATRIX_USERLANDS narrow it).
+check-matrix: deps-check-all
+	@$(TOP)/scripts/check-matrix.sh
 
 check-core: check-man
 	@$(MAKE) -C $(TOP)/userspace BUILD=$(BUILD)/userspace check
@@ -165,7 +212,7 @@ check-install:
 check-man:
 	@$(TOP)/scripts/check-man.sh
 
-# W=1 builds against both pinned kernels, checkpatch and sparse.
+# W=1 builds against every pinned kernel, checkpatch and sparse.
 check-build:
 	@$(TOP)/scripts/check-build.sh
 

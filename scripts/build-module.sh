@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # build-module.sh KDIR [W] [V]
+# build-module.sh --kernel NAME [W] [V]
 #
 # Builds metaroce.ko against the kernel build tree KDIR, out of tree, in a
 # shadow tree build/kmod/<release>/ (the release the module is built for,
@@ -12,10 +13,17 @@
 # linked, links to deleted ones are removed; make then rebuilds only what
 # changed. W is passed to kbuild (W=1 for extra warnings), V to make.
 # Prints the path of the built module on stdout.
+#
+# --kernel NAME builds for a kernel of scripts/kernels.env (6.12, 6.1,
+# 6.12-trixie, 7.2): against its headers in /usr/src on the host for the
+# host's Debian release, else inside the root filesystem of its release
+# (build/rootfs/SUITE, scripts/rootfs.sh), with that release's compiler
+# and kbuild tools, which the host's cannot stand in for (newer gcc flags,
+# a newer glibc).
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 KDIR [W] [V]" >&2
+	echo "usage: $0 KDIR|--kernel NAME [W] [V]" >&2
 	exit 2
 }
 
@@ -24,12 +32,27 @@ die() {
 	exit 1
 }
 
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+if [[ ${1:-} == --kernel ]]; then
+	[[ $# -ge 2 && $# -le 4 ]] || usage
+	MR_TOP=$TOP
+	# shellcheck source=platform.sh
+	. "$TOP/scripts/platform.sh"
+	mr_kernel "$2" || exit 2
+	shift 2
+	if [[ -n $MR_SUITE && -z ${MR_IN_ROOTFS:-} ]]; then
+		mr_in_rootfs "$MR_SUITE" "$TOP/scripts/build-module.sh" \
+			"/usr/src/linux-headers-$MR_REL" "$@"
+		exit
+	fi
+	set -- "/usr/src/linux-headers-$MR_REL" "$@"
+fi
+
 [[ $# -ge 1 && $# -le 3 ]] || usage
 KDIR=$1
 W=${2:-}
 V=${3:-0}
-
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 [[ -d $KDIR ]] || die "no kernel build tree at $KDIR"
 

@@ -4,8 +4,10 @@
 # scripts/check-build.sh [--checkpatch-only]
 #
 # Static checks of the kernel module:
-#   - W=1 builds against both pinned kernels' headers; any compiler warning
-#     fails (the build leaves the modules in build/kmod/<release>/);
+#   - W=1 builds against the headers of every kernel of kernels.env (those
+#     of another Debian release inside its root filesystem, with its
+#     compiler); any compiler warning fails (the build leaves the modules in
+#     build/kmod/<release>/);
 #   - checkpatch.pl --no-tree -f (taken from linux-source-6.12 into
 #     build/tools/) on drivers/metaroce/**/*.[ch] and include/**/*.h; any
 #     ERROR or WARNING fails;
@@ -18,8 +20,10 @@ set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$TOP"
-# shellcheck source=kernels.env
-. scripts/kernels.env
+MR_TOP=$TOP
+# shellcheck source=platform.sh
+. scripts/platform.sh
+mapfile -t kernels < <(mr_kernel_names)
 TOOLS=$TOP/build/tools
 LOGS=$TOP/build/check-build
 mkdir -p "$TOOLS" "$LOGS"
@@ -77,12 +81,10 @@ checkpatch() {
 	echo "# checkpatch: ${#files[@]} files clean"
 }
 
-# build KDIR LOG [env...]: W=1 module build; fails on any warning. Kbuild
-# takes the sparse switch from the environment as KBUILD_CHECKSRC.
+# build NAME LOG: W=1 module build for kernel NAME; fails on any warning.
 build() {
-	local kdir=$1 log=$2 rc=0
-	shift 2
-	env "$@" scripts/build-module.sh "$kdir" 1 >"$log.out" 2>"$log" || rc=$?
+	local name=$1 log=$2 rc=0
+	scripts/build-module.sh --kernel "$name" 1 >"$log.out" 2>"$log" || rc=$?
 	if ((rc)) || grep -qE 'warning:|error:' "$log"; then
 		sed 's/^/# /' "$log"
 		return 1
@@ -145,11 +147,12 @@ if ((only_checkpatch)); then
 	exit
 fi
 
-echo "1..5"
-rc=0; build "/usr/src/linux-headers-$MR_KVER_6_12" "$LOGS/w1-6.12.log" || rc=$?
-result "$rc" "W=1 build against $MR_KVER_6_12"
-rc=0; build "/usr/src/linux-headers-$MR_KVER_6_1" "$LOGS/w1-6.1.log" || rc=$?
-result "$rc" "W=1 build against $MR_KVER_6_1"
+echo "1..$((${#kernels[@]} + 3))"
+for k in "${kernels[@]}"; do
+	mr_kernel "$k"
+	rc=0; build "$k" "$LOGS/w1-$k.log" || rc=$?
+	result "$rc" "W=1 build against $MR_REL${MR_SUITE:+ (in a $MR_SUITE root filesystem)}"
+done
 rc=0; checkpatch || rc=$?; result "$rc" checkpatch
 rc=0; sparse || rc=$?; result "$rc" "sparse against $MR_KVER_6_12"
 rc=0; static_assertions || rc=$?; result "$rc" "static assertions bite"

@@ -1,32 +1,50 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# scripts/deps.sh [--if-missing]
+# scripts/deps.sh [--if-missing] [--host]
 #
 # Installs every Debian package MetaRoCE needs to build, test, benchmark and
-# package itself, then fetches and unpacks the pinned unsigned kernel images
-# the VM tests boot (selftests/vm/prepare-kernel.sh). Idempotent and
-# non-interactive. With --if-missing it only checks (cheaply, dpkg-query)
-# and does nothing when everything is present.
+# package itself, then fetches and unpacks the pinned kernels the VM tests
+# boot (selftests/vm/prepare-kernel.sh), and builds the root filesystems of
+# the other Debian releases of scripts/kernels.env (scripts/rootfs.sh: their
+# compilers, kernel headers and rdma-core, under build/rootfs/; nothing of
+# theirs is installed on the host). Idempotent and non-interactive. With
+# --if-missing it only checks (cheaply) and does nothing when everything is
+# present. --host leaves out the other releases (their kernels and root
+# filesystems): what the host's own kernels and userland need.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=kernels.env
-. "$TOP/scripts/kernels.env"
+MR_TOP=$TOP
+# shellcheck source=platform.sh
+. "$TOP/scripts/platform.sh"
 
-if_missing=0
-case ${1:-} in
---if-missing) if_missing=1 ;;
-"") ;;
-*) echo "usage: $0 [--if-missing]" >&2; exit 2 ;;
-esac
+if_missing=0 host_only=0
+for a; do
+	case $a in
+	--if-missing) if_missing=1 ;;
+	--host) host_only=1 ;;
+	*) echo "usage: $0 [--if-missing] [--host]" >&2; exit 2 ;;
+	esac
+done
 
-kernels=("$MR_KVER_6_12" "$MR_KVER_6_1")
+# The kernels to prepare (NAMEs of kernels.env) and the releases whose
+# root filesystems they need.
+kernels=() suites=()
+for k in $(mr_kernel_names); do
+	mr_kernel "$k"
+	((host_only)) && [[ -n $MR_SUITE ]] && continue
+	kernels+=("$k")
+done
+((host_only)) || mapfile -t suites < <(mr_suites)
+
 pkgs=(
 	# build: module for both pinned kernels, userspace, checks
 	gcc make clang llvm libclang-rt-14-dev sparse linux-source-6.12
 	dkms kmod xz-utils shellcheck
 	linux-headers-"$MR_KVER_6_12" linux-headers-"$MR_KVER_6_1"
+	# other Debian releases: root filesystems, kernels (dpkg-deb, depmod)
+	mmdebstrap
 	# rdma-core: libraries, provider build, tools, pyverbs
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 	libibverbs-dev librdmacm-dev python3 python3-pyverbs
@@ -52,11 +70,15 @@ done
 kernels_ready() {
 	local k
 	for k in "${kernels[@]}"; do
-		[[ -f $TOP/build/vm/$k/.prepared ]] || return 1
+		mr_kernel "$k"
+		[[ -f $TOP/build/vm/$MR_REL/.prepared ]] || return 1
 	done
 }
+rootfs_ready() {
+	((${#suites[@]} == 0)) || "$TOP/scripts/rootfs.sh" --check "${suites[@]}"
+}
 
-if ((if_missing)) && ((${#missing[@]} == 0)) && kernels_ready; then
+if ((if_missing)) && ((${#missing[@]} == 0)) && kernels_ready && rootfs_ready; then
 	exit 0
 fi
 
@@ -80,7 +102,7 @@ if ((${#missing[@]})); then
 	if ! apt_install; then
 		apt-get update -q
 		if ! apt_install; then
-			for k in "${kernels[@]}"; do
+			for k in "$MR_KVER_6_12" "$MR_KVER_6_1"; do
 				if ! apt-cache show "linux-headers-$k" >/dev/null 2>&1; then
 					var=$(grep -E "^MR_KVER_[0-9_]+=${k//+/\\+}\$" \
 						"$TOP/scripts/kernels.env" | cut -d= -f1)
@@ -97,4 +119,7 @@ fi
 for k in "${kernels[@]}"; do
 	"$TOP/selftests/vm/prepare-kernel.sh" "$k"
 done
+if ((${#suites[@]})); then
+	"$TOP/scripts/rootfs.sh" --if-missing "${suites[@]}"
+fi
 echo "deps: all present"

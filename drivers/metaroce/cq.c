@@ -205,7 +205,7 @@ static int mr_resize_cq_ring(struct mr_cq *cq, u32 cqe, struct ib_udata *udata)
  *
  * Return: 0, -EINVAL, -EOPNOTSUPP (request of a newer provider) or -ENOMEM.
  */
-int mr_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+int mr_resize_cq(struct ib_cq *ibcq, unsigned int cqe, struct ib_udata *udata)
 {
 	struct mr_cq *cq = to_mr_cq(ibcq);
 	struct ib_wc *queue, *old;
@@ -214,7 +214,7 @@ int mr_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	int err;
 	u32 i;
 
-	if (cqe < 1 || cqe > METAROCE_MAX_CQE)
+	if (!cqe || cqe > METAROCE_MAX_CQE)
 		return -EINVAL;
 	err = mr_udata_request(udata, METAROCE_CQ_RING, &comp_mask);
 	if (err)

@@ -222,16 +222,6 @@ static int mr_newlink(const char *ibdev_name, struct net_device *ndev)
 
 	if (ndev->type != ARPHRD_ETHER)
 		return -EINVAL;
-	/* ib_core would say ENFILE for a name in use: say what it is. */
-	if (!strchr(ibdev_name, '%')) {
-		struct ib_device *other = ib_device_get_by_name(ibdev_name,
-								RDMA_DRIVER_UNKNOWN);
-
-		if (other) {
-			ib_device_put(other);
-			return -EEXIST;
-		}
-	}
 
 	/*
 	 * The namespace the device will send and receive in. The reference
@@ -264,6 +254,13 @@ static int mr_newlink(const char *ibdev_name, struct net_device *ndev)
 	if (err) {
 		mr_dev_unlink_unregistered(dev);
 		put_device(&dev->ibdev.dev);
+		/*
+		 * ib_core says ENFILE for a name in use: say what it is (the
+		 * core stopped exporting its lookup by name in 7.x, so this is
+		 * where a taken name is found).
+		 */
+		if (err == -ENFILE && !strchr(ibdev_name, '%'))
+			err = -EEXIST;
 		goto err_dealloc;
 	}
 	mr_dev_registered(dev);

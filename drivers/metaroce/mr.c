@@ -553,14 +553,17 @@ static int mr_mem_set_user_pages(struct mr_mem *mem, struct ib_umem *umem)
  * @length: bytes
  * @iova: the address the MR is accessed at (same offset in a page as @start)
  * @access: IB_ACCESS_* rights
+ * @dmah: a DMA handle (processing hints for PCI devices; see compat.h):
+ *	metaroce allocates none, so this must be NULL
  * @udata: no driver-specific request or response is defined
  *
  * Return: the MR, or an ERR_PTR(): -EINVAL for bad access flags, length
- * or addresses, -EOPNOTSUPP for on-demand paging or a driver request,
- * or what pinning the memory returned (-EFAULT, -ENOMEM).
+ * or addresses, -EOPNOTSUPP for on-demand paging, a DMA handle or a driver
+ * request, or what pinning the memory returned (-EFAULT, -ENOMEM).
  */
 struct ib_mr *mr_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
-			     u64 iova, int access, struct ib_udata *udata)
+			     u64 iova, int access, struct ib_dmah *dmah,
+			     struct ib_udata *udata)
 {
 	struct ib_umem *umem;
 	struct mr_mem *mem;
@@ -569,7 +572,7 @@ struct ib_mr *mr_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 	err = mr_check_access(access);
 	if (err)
 		return ERR_PTR(err);
-	if (!mr_udata_no_request(udata))
+	if (dmah || !mr_udata_no_request(udata))
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!length || length > METAROCE_MAX_MR_SIZE ||
 	    length - 1 > U64_MAX - iova ||
@@ -581,7 +584,7 @@ struct ib_mr *mr_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 		return ERR_PTR(-ENOMEM);
 
 	/* Checks that [start, start + length) does not wrap. */
-	umem = ib_umem_get(pd->device, start, length, access);
+	umem = ib_umem_get_va(pd->device, start, length, access);
 	if (IS_ERR(umem)) {
 		err = PTR_ERR(umem);
 		goto err_free;
@@ -658,7 +661,7 @@ struct ib_mr *mr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		WRITE_ONCE(old->access, access);
 		return NULL;
 	}
-	return mr_reg_user_mr(pd, start, length, iova, access, udata);
+	return mr_reg_user_mr(pd, start, length, iova, access, NULL, udata);
 }
 
 /**

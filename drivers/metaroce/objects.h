@@ -133,7 +133,8 @@ int mr_mem_fast_reg(struct mr_dev *dev, struct ib_pd *pd,
 
 struct ib_mr *mr_get_dma_mr(struct ib_pd *pd, int access);
 struct ib_mr *mr_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
-			     u64 iova, int access, struct ib_udata *udata);
+			     u64 iova, int access, struct ib_dmah *dmah,
+			     struct ib_udata *udata);
 struct ib_mr *mr_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 			  u32 max_num_sg);
 int mr_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
@@ -192,7 +193,7 @@ void mr_cq_clean(struct mr_cq *cq, struct ib_qp *qp);
 int mr_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		 mr_create_cq_arg *arg);
 int mr_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
-int mr_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int mr_resize_cq(struct ib_cq *ibcq, unsigned int cqe, struct ib_udata *udata);
 int mr_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int mr_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 

@@ -374,8 +374,8 @@ static struct mr_peer *mr_peer_create(struct mr_dev *dev,
 	INIT_LIST_HEAD(&peer->rx_node);
 	INIT_LIST_HEAD(&peer->fs_node);
 	INIT_LIST_HEAD(&peer->idle_node);
-	hrtimer_init(&peer->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
-	peer->timer.function = mr_peer_timer_fn;
+	hrtimer_setup(&peer->timer, mr_peer_timer_fn, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_ABS_SOFT);
 	do {
 		epoch = get_random_u32();
 	} while (!epoch);

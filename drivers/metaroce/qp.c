@@ -1423,9 +1423,8 @@ static int mr_qp_rings_create(struct mr_ibqp *qp, struct ib_qp_init_attr *init,
 			return PTR_ERR(buf);
 		qp->sq_ring = buf;
 		qp->sq_ring->flags = METAROCE_SQ_NEED_WAKEUP;
-		hrtimer_init(&qp->sq_linger, CLOCK_MONOTONIC,
-			     HRTIMER_MODE_REL_SOFT);
-		qp->sq_linger.function = mr_qp_sq_linger;
+		hrtimer_setup(&qp->sq_linger, mr_qp_sq_linger, CLOCK_MONOTONIC,
+			      HRTIMER_MODE_REL_SOFT);
 		INIT_WORK(&qp->sq_doorbell, mr_qp_sq_doorbell);
 	}
 	if (rq_at) {

@@ -74,7 +74,7 @@ static bool mr_res_snapshot(struct mr_ibqp *qp, struct mr_res_conn *rc)
 static int mr_res_put_path(struct sk_buff *msg, u32 i,
 			   const struct mr_path_info *pi)
 {
-	char name[8], val[MR_RES_PATH_LEN];
+	char name[sizeof("path") + 10], val[MR_RES_PATH_LEN];
 
 	snprintf(name, sizeof(name), "path%u", i);
 	snprintf(val, sizeof(val),

@@ -73,7 +73,7 @@ static struct socket *mr_sock_open(struct net *net, struct mr_net *mrn,
 			family == AF_INET ? "v4" : "v6", mr_udp_port, err);
 		return ERR_PTR(err);
 	}
-	setup_udp_tunnel_sock(net, sock, &tcfg);
+	setup_udp_tunnel_sock(net, sock->sk, &tcfg);
 	return sock;
 }
 
@@ -99,7 +99,7 @@ struct mr_net *mr_net_get(struct net *net)
 	if (IS_ENABLED(CONFIG_IPV6) && ipv6_mod_enabled()) {
 		sock6 = mr_sock_open(net, mrn, AF_INET6);
 		if (IS_ERR(sock6)) {
-			udp_tunnel_sock_release(sock4);
+			udp_tunnel_sock_release(sock4->sk);
 			return ERR_CAST(sock6);
 		}
 	}
@@ -113,9 +113,9 @@ struct mr_net *mr_net_get(struct net *net)
 static void mr_net_close(struct mr_net *mrn)
 {
 	/* Also clears sk_user_data, which the receive path checks. */
-	udp_tunnel_sock_release(mrn->sock4);
+	udp_tunnel_sock_release(mrn->sock4->sk);
 	if (mrn->sock6)
-		udp_tunnel_sock_release(mrn->sock6);
+		udp_tunnel_sock_release(mrn->sock6->sk);
 	mrn->sock4 = NULL;
 	mrn->sock6 = NULL;
 }

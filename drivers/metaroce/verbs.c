@@ -236,10 +236,10 @@ const struct ib_device_ops mr_dev_ops = {
 	.query_port = mr_query_port,
 	.query_qp = mr_query_qp,
 	.query_srq = mr_query_srq,
-	.reg_user_mr = mr_reg_user_mr,
+	.reg_user_mr = mr_reg_user_mr_op,
 	.req_notify_cq = mr_req_notify_cq,
 	.rereg_user_mr = mr_rereg_user_mr,
-	.resize_cq = mr_resize_cq,
+	.resize_user_cq = mr_resize_cq_op,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, mr_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, mr_cq, ibcq),

@@ -15,7 +15,7 @@
 #include <net/inet_ecn.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
-#include <net/ipv6_stubs.h>
+#include <net/ipv6.h>
 #include <net/route.h>
 #include <net/udp_tunnel.h>
 
@@ -60,7 +60,7 @@ static int mr_xmit4(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
 	}
 	udp_tunnel_xmit_skb(rt, sk, skb, saddr, daddr, tos,
 			    ip4_dst_hoplimit(&rt->dst), htons(IP_DF),
-			    htons(sport), htons(mr_udp_port), false, false);
+			    htons(sport), htons(mr_udp_port), false, false, 0);
 	return 0;
 }
 
@@ -85,8 +85,7 @@ static int mr_xmit6(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
 			.fl6_dport = htons(mr_udp_port),
 		};
 
-		dst = ipv6_stub->ipv6_dst_lookup_flow(sock_net(sk), sk, &fl6,
-						      NULL);
+		dst = ip6_dst_lookup_flow(sock_net(sk), sk, &fl6, NULL);
 		if (IS_ERR(dst))
 			return PTR_ERR(dst);
 		if (cache)
@@ -94,7 +93,7 @@ static int mr_xmit6(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
 	}
 	udp_tunnel6_xmit_skb(dst, sk, skb, NULL, &saddr, &daddr, tos,
 			     ip6_dst_hoplimit(dst), 0, htons(sport),
-			     htons(mr_udp_port), false);
+			     htons(mr_udp_port), false, 0);
 	return 0;
 }
 
@@ -172,8 +171,7 @@ u64 mr_route_key(struct mr_dev *dev, const struct mr_addr *addr, u16 sport)
 
 		if (!IS_ENABLED(CONFIG_IPV6))
 			return 0;
-		dst = ipv6_stub->ipv6_dst_lookup_flow(sock_net(sk), sk, &fl6,
-						      NULL);
+		dst = ip6_dst_lookup_flow(sock_net(sk), sk, &fl6, NULL);
 		if (IS_ERR(dst))
 			return 0;
 		key = (u64)dst->dev->ifindex << 32 |

@@ -70,7 +70,8 @@ def wait_no_peers(args, timeout=40):
 def run(args, gidxs):
     """Connect the pairs with A-side GIDs GIDXS (round robin); returns the
     memory they added (KiB) and each device's peer count."""
-    import pyverbs.enums as e
+    from mr_pyverbs import verbs_enums
+    e = verbs_enums()
 
     wait_no_peers(args)
     base = kmem()

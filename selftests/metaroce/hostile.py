@@ -526,7 +526,8 @@ class Side:
         from pyverbs.pd import PD
         from pyverbs.qp import QP, QPCap, QPInitAttr
         from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
-        import pyverbs.enums as e
+        from mr_pyverbs import verbs_enums
+        e = verbs_enums()
 
         self.e = e
         self.access = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
@@ -651,7 +652,8 @@ class Side:
 
 
 def cmd_victim(args):
-    import pyverbs.enums as e
+    from mr_pyverbs import verbs_enums
+    e = verbs_enums()
 
     size = Side.SIZE
     a = Side(args.a_dev, args.a_gidx)
@@ -729,7 +731,8 @@ def cmd_isolation(args):
     """Two QP pairs on one connection; a WRITE with a wrong R_Key on the
     first fails that pair only, while the second carries WRITEs before and
     after it."""
-    import pyverbs.enums as e
+    from mr_pyverbs import verbs_enums
+    e = verbs_enums()
 
     size, chunk = Side.SIZE, 128
     a1, b1 = Side(args.a_dev, args.a_gidx), Side(args.b_dev, args.b_gidx)
@@ -875,7 +878,8 @@ def no_peer(dev, remote):
 
 def cmd_hijack(args):
     """First contact with a forger striking first; see the module doc."""
-    import pyverbs.enums as e
+    from mr_pyverbs import verbs_enums
+    e = verbs_enums()
     from pyverbs.wr import RecvWR, SGE, SendWR
 
     size = Side.SIZE
@@ -1006,7 +1010,8 @@ class Forge:
 def open_pairs(args, n, srq=False):
     """N QP pairs between --a-dev and --b-dev on the --src connection (B's
     on one SRQ if asked), each opened with one real WRITE (MSN 0)."""
-    import pyverbs.enums as e
+    from mr_pyverbs import verbs_enums
+    e = verbs_enums()
 
     a = [Side(args.a_dev, args.a_gidx)]
     b = [Side(args.b_dev, args.b_gidx, srq=srq)]
@@ -1076,7 +1081,8 @@ def cmd_segments(args):
 
 def cmd_srq(args):
     """Receives a QP takes from its SRQ: each completes exactly once."""
-    import pyverbs.enums as e
+    from mr_pyverbs import verbs_enums
+    e = verbs_enums()
 
     a, b = open_pairs(args, 3, srq=True)
     f = Forge(args)

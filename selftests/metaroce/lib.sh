@@ -325,12 +325,10 @@ mr_udp_listening() {
 # rx_packets counter of `rdma statistic show link NAME/1` (for other drivers:
 # the sum of the counters named rx*, *rcv*, *recv*).
 mr_rx_count() {
-	rdma statistic show link "$1/1" | awk '{
-		for (i = 3; i < NF; i += 2) {
-			if ($i == "rx_packets") { p = $(i + 1); has = 1 }
-			if ($i ~ /^rx|rcv|recv/) n += $(i + 1)
-		}
-	} END { print has ? p : n + 0 }'
+	mr_stats "$1" | awk '
+		$1 == "rx_packets" { p = $2; has = 1 }
+		$1 ~ /^rx|rcv|recv/ { n += $2 }
+		END { print has ? p : n + 0 }'
 }
 
 # --- documented values -------------------------------------------------------------
@@ -601,10 +599,12 @@ mr_debugfs() {
 # --- counters ----------------------------------------------------------------------
 
 # mr_stats DEV [NS]: DEV's port counters, one "name value" per line.
+# iproute2 prints "link DEV/1 NAME VALUE NAME VALUE ..." on one line (6.1)
+# or one "NAME VALUE" per line after the first (6.15 on): the same words.
 mr_stats() {
 	local ns=()
 	[[ -z ${2:-} ]] || ns=(ip netns exec "$2")
-	"${ns[@]}" rdma statistic show link "$1/1" |
+	"${ns[@]}" rdma statistic show link "$1/1" | tr '\n' ' ' |
 		awk '{ for (i = 3; i < NF; i += 2) print $i, $(i + 1) }'
 }
 
@@ -618,12 +618,14 @@ mr_stat() {
 }
 
 # mr_stat_moved BEFORE AFTER NAME...: " NAME+DELTA" for each counter that
-# grew between the two snapshots; nothing if none did.
+# grew between the two snapshots; nothing if none did. Fails (status 1)
+# when a counter is missing, so that moved=$(mr_stat_moved ...) fails the
+# subtest: mr_fail in a command substitution only ends that subshell.
 mr_stat_moved() {
 	local before=$1 after=$2 c d
 	shift 2
 	for c; do
-		d=$(mr_stat_delta "$before" "$after" "$c")
+		d=$(mr_stat_delta "$before" "$after" "$c") || return 1
 		((d == 0)) || printf ' %s+%s' "$c" "$d"
 	done
 }

@@ -25,7 +25,7 @@ import os
 import sys
 import time
 
-import pyverbs.enums as e
+from mr_pyverbs import verbs_enums
 from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
@@ -33,6 +33,8 @@ from pyverbs.mr import MR
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, SendWR
+
+e = verbs_enums()
 
 SIZE = 1024
 DEPTH = 1

@@ -171,9 +171,8 @@ diag() {
 	echo "--- diagnostics"
 	for d in "$T_DEV" "$H_DEV"; do
 		echo "$d counters:"
-		rdma statistic show link "$d/1" 2>/dev/null |
-			awk '{ for (i = 3; i < NF; i += 2) if ($(i + 1) != 0)
-				printf "  %s %s\n", $i, $(i + 1) }'
+		mr_stats "$d" 2>/dev/null |
+			awk '$2 != 0 { printf "  %s %s\n", $1, $2 }'
 		[[ -r /sys/kernel/debug/metaroce/$d/peers ]] &&
 			sed 's/^/  /' "/sys/kernel/debug/metaroce/$d/peers"
 	done

@@ -225,7 +225,12 @@ live_checks() {
 # the transport picks from (49152-65535), and packets sent on one at least.
 res_checks() {
 	local res qp rows row sent=0
-	res=$(ip netns exec "$MR_A_NS" rdma resource show qp link "$MR_A_DEV/1" -dd)
+	# One line per QP: iproute2 6.15 continues a QP's driver attributes on
+	# indented lines, 6.1 printed them on the QP's line.
+	res=$(ip netns exec "$MR_A_NS" rdma resource show qp link "$MR_A_DEV/1" -dd |
+		awk '/^[^ \t]/ { if (r != "") print r; r = $0; next }
+		     { sub(/^[ \t]+/, " "); r = r $0 }
+		     END { if (r != "") print r }')
 	qp=$(grep -m 1 -E ' type RC .* (drv_)?path0 ' <<<"$res") || {
 		printf '%s\n' "$res"
 		mr_fail "no RC QP with path attributes in rdma resource show qp -dd"

@@ -1,10 +1,11 @@
 #!/.mr/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# /init of the test VM (PID 1, busybox ash). Mounts the host's /usr, the
-# modules tree and the source tree over virtio-9p, runs the command the
-# runner left in the per-run share (/.mr/run/cmd.sh) with the host's bash,
-# then stores its exit status and the kernel log there and powers off.
+# /init of the test VM (PID 1, busybox ash). Mounts the userland's /usr
+# (the host's or a release's root filesystem), the modules tree and the
+# source tree over virtio-9p, runs the command the runner left in the
+# per-run share (/.mr/run/cmd.sh) with that userland's bash, then stores its
+# exit status and the kernel log there and powers off.
 #
 # Busybox is only used until /usr is mounted; it lives in /.mr/bin so that it
 # never shadows the real tools (/bin and /sbin are symlinks into /usr).
@@ -33,7 +34,7 @@ p9() { # TAG DIR OPTIONS
 }
 
 p9 mrrun /.mr/run rw
-. /.mr/run/config # MR_REPO MR_CWD MR_STDIN MR_TERM
+. /.mr/run/config # MR_REPO MR_CWD MR_STDIN MR_TERM MR_USERLAND(_BUILD)
 
 p9 usr /usr ro,cache=loose
 p9 modules /lib/modules ro,cache=loose
@@ -52,6 +53,12 @@ chmod 755 /run
 # After the tmpfs mounts: the source tree may live under /tmp.
 mkdir -p "$MR_REPO"
 p9 repo "$MR_REPO" rw
+# Another release's userland: our userspace built against it is what the
+# tests find in build/userspace.
+if [ -n "$MR_USERLAND_BUILD" ]; then
+	mount -o bind "$MR_USERLAND_BUILD" "$MR_REPO/build/userspace" ||
+		fail "cannot mount $MR_USERLAND_BUILD on $MR_REPO/build/userspace"
+fi
 mkdir -p /run/netns /run/lock /dev/pts
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 ln -sf pts/ptmx /dev/ptmx
@@ -65,12 +72,17 @@ ln -s /proc/self/fd/2 /dev/stderr
 /usr/sbin/modprobe configfs && mount -t configfs configfs /sys/kernel/config
 hostname mr-vm
 /usr/sbin/ip link set lo up
-# libibverbs loads our freshly built provider by absolute path (only when
-# it exists: a missing one makes every verbs tool print a warning).
+# libibverbs loads our freshly built provider by absolute path, adding the
+# suffix of its private ABI (-rdmav34.so, -rdmav65.so, ...), only when it
+# exists: a missing one makes every verbs tool print a warning.
 prov=$MR_REPO/build/userspace/provider/libmetaroce
-[ -e "$prov-rdmav34.so" ] && echo "driver $prov" >/etc/libibverbs.d/metaroce.driver
+for f in "$prov"-rdmav*.so; do
+	[ -e "$f" ] && echo "driver $prov" >/etc/libibverbs.d/metaroce.driver
+	break
+done
 
-awk '{ printf "# vm: boot-to-cmd %.1f s\n", $1 }' /proc/uptime
+awk -v u="${MR_USERLAND:-host}" \
+	'{ printf "# vm: boot-to-cmd %.1f s (userland: %s)\n", $1, u }' /proc/uptime
 
 cd "$MR_CWD" || fail "cannot cd to $MR_CWD"
 # A clean environment, as a login would give; the runner forwards MR_*

@@ -124,8 +124,8 @@ struct verbs_context *mr_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	}
 
 	/* cmd.drv: comp_mask and reserved stay zero (no features requested) */
-	ret = ibv_cmd_get_context(&ctx->vctx, &cmd.ibv, sizeof(cmd), &resp.ibv,
-				  sizeof(resp));
+	ret = mr_cmd_get_context(&ctx->vctx, &cmd.ibv, sizeof(cmd), &resp.ibv,
+				 sizeof(resp));
 	if (ret)
 		goto err;
 	/* Bits this provider does not know are features it will not use. */

@@ -455,8 +455,8 @@ struct ibv_cq_ex *mr_create_cq_ex(struct ibv_context *ibctx,
 	cq->ex = true;
 
 	cmd.drv.comp_mask = METAROCE_CQ_RING;
-	ret = ibv_cmd_create_cq_ex(ibctx, attr, &cq->vcq, &cmd.ibv, sizeof(cmd),
-				   &resp.ibv, sizeof(resp), 0);
+	ret = mr_cmd_create_cq_ex(ibctx, attr, &cq->vcq, &cmd.ibv, sizeof(cmd),
+				  &resp.ibv, sizeof(resp), 0);
 	if (!ret)
 		ret = mr_cq_setup_ring(ibctx, cq, &resp.drv);
 	if (ret) {

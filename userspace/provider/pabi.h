@@ -3,27 +3,55 @@
  * The part of libibverbs' private provider ABI that libmetaroce uses.
  *
  * rdma-core does not install its provider headers (infiniband/driver.h,
- * kern-abi.h, ...), so this file declares, from reading rdma-core v44.0,
- * exactly the private types and functions the provider needs.  The private
- * ABI is versioned as a whole: every symbol below lives in libibverbs under
- * the ELF version IBVERBS_PRIVATE_34, and rdma-core changes that number
- * whenever any of these layouts changes.  The layouts are therefore checked
- * three ways:
+ * kern-abi.h, ...), so this file declares, from reading rdma-core's
+ * libibverbs/driver.h, exactly the private types and functions the provider
+ * needs.  The private ABI is versioned as a whole: every function below
+ * lives in libibverbs under the ELF version IBVERBS_PRIVATE_<n>, and the
+ * provider must be named libmetaroce-rdmav<n>.so for libibverbs to load
+ * it.  rdma-core is meant to change <n> whenever a layout changes, but
+ * did not always: the public struct ibv_qp_ex, which struct verbs_qp
+ * embeds, grew in rdma-core 45 while <n> stayed 34 until 57.
+ *
+ * The declarations therefore come in generations, one per layout, and the
+ * build picks the generation of the libibverbs it links against: the
+ * Makefile passes MR_RDMA_CORE (the release, from the library's file name
+ * libibverbs.so.1.<abi>.<release>.<patch>) and MR_PABI (<n>, from the
+ * library's version definitions).
+ *
+ *   generation  rdma-core  <n>  checked against     what changed
+ *   44          44         34   44.0 (Debian 12)    -
+ *   45          45 - 56    34   56.1 (Debian 13)    ibv_qp_ex +wr_flush
+ *   65          65         65   65.0 (Debian sid)   17 more ops (93),
+ *                                                   verbs_context +6 ops,
+ *                                                   ibv_cmd_get_context()
+ *                                                   and ibv_cmd_create_cq_ex()
+ *                                                   take one more argument
+ *
+ * (45-56 also covers Ubuntu 24.04's rdma-core 50: nothing this file
+ * declares changed between 45 and 56.)  rdma-core 57 to 64 (<n> 57, 59, 64)
+ * and anything after 65 are refused at compile time: their layouts are not
+ * declared here and no library of theirs was at hand to check them against.
+ * Everything else, checked below, was the same from 44 to 65.
+ *
+ * The layouts are checked three ways:
  *
  *  - at compile time, below: every place where a private struct embeds or
  *    mirrors a type of the installed public <infiniband/verbs.h> or of the
- *    kernel uAPI is pinned with static asserts;
+ *    kernel uAPI is pinned with static asserts, with the sizes of the
+ *    generation's release;
  *  - at build time ("make check"): scripts/check-pabi.sh verifies that every
- *    function declared here is exported by the installed libibverbs with
- *    version IBVERBS_PRIVATE_34 and used by the provider, bound to exactly
+ *    function declared here is exported by the libibverbs built against with
+ *    version IBVERBS_PRIVATE_<n> and used by the provider, bound to exactly
  *    that version, and tests/pabi_probe.c drives the real library with fake
  *    objects to confirm the struct offsets it reads and writes;
  *  - at load time: the dynamic linker refuses the provider unless the loaded
- *    libibverbs defines IBVERBS_PRIVATE_34, and the provider re-checks the
- *    objects libibverbs hands it (see provider.c and context.c).
+ *    libibverbs defines IBVERBS_PRIVATE_<n>; the provider refuses to
+ *    register with a library of another generation (same <n>, other
+ *    layouts: 44 against 45-56), and re-checks the objects libibverbs hands
+ *    it (see provider.c and context.c).
  *
  * Only LP64 targets are supported for now: the numeric size and offset
- * asserts below are rdma-core 44's values there.
+ * asserts below are the values there.
  */
 #ifndef METAROCE_PABI_H
 #define METAROCE_PABI_H
@@ -39,9 +67,54 @@
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 
-#define MR_PABI_VERSION_NAME	"IBVERBS_PRIVATE_34"
-/* The rdma-core release these declarations were written against. */
-#define MR_PABI_RDMA_CORE	44
+#if !defined(MR_RDMA_CORE) || !defined(MR_PABI)
+#error "build with -DMR_RDMA_CORE=<rdma-core release> -DMR_PABI=<n> (the Makefile reads both from libibverbs)"
+#endif
+
+/*
+ * MR_PABI_GEN: the generation.  MR_PABI_RDMA_CORE_FIRST/_LAST: the
+ * releases it covers; MR_PABI_RDMA_CORE: the one it was checked against.
+ */
+#if MR_RDMA_CORE == 44 && MR_PABI == 34
+#define MR_PABI_GEN			44
+#define MR_PABI_RDMA_CORE_FIRST		44
+#define MR_PABI_RDMA_CORE_LAST		44
+#define MR_PABI_RDMA_CORE		44
+#elif MR_RDMA_CORE >= 45 && MR_RDMA_CORE <= 56 && MR_PABI == 34
+#define MR_PABI_GEN			45
+#define MR_PABI_RDMA_CORE_FIRST		45
+#define MR_PABI_RDMA_CORE_LAST		56
+#define MR_PABI_RDMA_CORE		56
+#elif MR_RDMA_CORE == 65 && MR_PABI == 65
+#define MR_PABI_GEN			65
+#define MR_PABI_RDMA_CORE_FIRST		65
+#define MR_PABI_RDMA_CORE_LAST		65
+#define MR_PABI_RDMA_CORE		65
+#else
+#error "libmetaroce declares the private libibverbs ABI of rdma-core 44 (IBVERBS_PRIVATE_34), 45-56 (34) and 65 (65) only: see pabi.h"
+#endif
+
+#define MR_PABI_STR_(x)		#x
+#define MR_PABI_STR(x)		MR_PABI_STR_(x)
+#define MR_PABI_PASTE_(a, b)	a##b
+#define MR_PABI_PASTE(a, b)	MR_PABI_PASTE_(a, b)
+
+#define MR_PABI_VERSION_NAME	"IBVERBS_PRIVATE_" MR_PABI_STR(MR_PABI)
+
+/*
+ * The generation's numbers: sizes of public structs the private ones embed
+ * and, derived from them, the private offsets libibverbs uses.
+ */
+#if MR_PABI_GEN >= 65
+#define MR_PABI_VERBS_CONTEXT_SIZE	696	/* + 6 ops */
+#else
+#define MR_PABI_VERBS_CONTEXT_SIZE	648
+#endif
+#if MR_PABI_GEN >= 45
+#define MR_PABI_QP_EX_SIZE		360	/* + wr_flush */
+#else
+#define MR_PABI_QP_EX_SIZE		352
+#endif
 
 #if UINTPTR_MAX != UINT64_MAX
 #error "libmetaroce: only LP64 targets are supported"
@@ -49,14 +122,15 @@
 
 /*
  * Public types the private structs below are built from.  If the installed
- * public header ever disagrees with the one rdma-core 44 was built with, the
- * private layouts (which libibverbs compiled against its own copy) are wrong.
+ * public header ever disagrees with the one the generation's release was
+ * built with, the private layouts (which libibverbs compiled against its own
+ * copy) are wrong.
  */
 static_assert(IBV_SYSFS_NAME_MAX == 64, "IBV_SYSFS_NAME_MAX changed");
 static_assert(IBV_SYSFS_PATH_MAX == 256, "IBV_SYSFS_PATH_MAX changed");
 static_assert(sizeof(struct ibv_device) == 664, "struct ibv_device changed");
 static_assert(sizeof(struct ibv_context) == 328, "struct ibv_context changed");
-static_assert(sizeof(struct verbs_context) == 648,
+static_assert(sizeof(struct verbs_context) == MR_PABI_VERBS_CONTEXT_SIZE,
 	      "struct verbs_context changed");
 static_assert(offsetof(struct verbs_context, context) +
 		      sizeof(struct ibv_context) == sizeof(struct verbs_context),
@@ -133,7 +207,7 @@ static_assert(sizeof(struct verbs_sysfs_dev) == 992,
 struct verbs_device;
 struct verbs_mr;
 
-/* What a provider hands to verbs_register_driver_34(). */
+/* What a provider hands to verbs_register_driver_<n>(). */
 struct verbs_device_ops {
 	const char *name;
 
@@ -193,8 +267,15 @@ struct verbs_context_ops {
 	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 			 uint32_t flags, struct ibv_sge *sg_list,
 			 uint32_t num_sges);
+#if MR_PABI_GEN >= 65
+	void *(*alloc_buf)(struct ibv_pd *pd, size_t size, struct ibv_buf **buf);
+#endif
 	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
 				   struct ibv_alloc_dm_attr *attr);
+#if MR_PABI_GEN >= 65
+	struct ibv_dmah *(*alloc_dmah)(struct ibv_context *context,
+				       struct ibv_dmah_init_attr *attr);
+#endif
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *pd);
 	struct ibv_pd *(*alloc_parent_domain)(struct ibv_context *context,
@@ -214,6 +295,10 @@ struct verbs_context_ops {
 	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+#if MR_PABI_GEN >= 65
+	struct ibv_comp_cntr *(*create_comp_cntr)(struct ibv_context *context,
+			struct ibv_comp_cntr_init_attr *attr);
+#endif
 	struct ibv_counters *(*create_counters)(struct ibv_context *context,
 			struct ibv_counters_init_attr *init_attr);
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
@@ -239,11 +324,17 @@ struct verbs_context_ops {
 					 struct ibv_srq_init_attr_ex *attr);
 	struct ibv_wq *(*create_wq)(struct ibv_context *context,
 				    struct ibv_wq_init_attr *attr);
+#if MR_PABI_GEN >= 65
+	int (*dealloc_dmah)(struct ibv_dmah *dmah);
+#endif
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dealloc_td)(struct ibv_td *td);
 	int (*dereg_mr)(struct verbs_mr *vmr);
 	int (*destroy_ah)(struct ibv_ah *ah);
+#if MR_PABI_GEN >= 65
+	int (*destroy_comp_cntr)(struct ibv_comp_cntr *comp_cntr);
+#endif
 	int (*destroy_counters)(struct ibv_counters *counters);
 	int (*destroy_cq)(struct ibv_cq *cq);
 	int (*destroy_flow)(struct ibv_flow *flow);
@@ -254,6 +345,10 @@ struct verbs_context_ops {
 	int (*destroy_wq)(struct ibv_wq *wq);
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
+#if MR_PABI_GEN >= 65
+	int (*dm_export_dmabuf_fd)(struct ibv_dm *dm);
+	void (*free_buf)(struct ibv_buf *buf);
+#endif
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
 	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
@@ -262,6 +357,11 @@ struct verbs_context_ops {
 	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
 	struct ibv_pd *(*import_pd)(struct ibv_context *context,
 				    uint32_t pd_handle);
+#if MR_PABI_GEN >= 65
+	int (*inc_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+	int (*inc_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
+				 uint64_t amount);
+#endif
 	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 	int (*modify_flow_action_esp)(struct ibv_flow_action *action,
 				      struct ibv_flow_action_esp_attr *attr);
@@ -285,6 +385,14 @@ struct verbs_context_ops {
 			    struct ibv_ops_wr **bad_op);
 	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			     struct ibv_recv_wr **bad_wr);
+#if MR_PABI_GEN >= 65
+	int (*qp_attach_comp_cntr)(struct ibv_qp *qp,
+				   struct ibv_comp_cntr *comp_cntr,
+				   struct ibv_qp_attach_comp_cntr_attr *attr);
+	int (*query_comp_cntr_caps)(struct ibv_context *context,
+				    struct ibv_comp_cntr_caps *caps,
+				    size_t caps_size);
+#endif
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
@@ -292,6 +400,10 @@ struct verbs_context_ops {
 	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
+#if MR_PABI_GEN >= 65
+	int (*query_port_speed)(struct ibv_context *context, uint32_t port_num,
+				uint64_t *speed);
+#endif
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	int (*query_qp_data_in_order)(struct ibv_qp *qp,
@@ -299,9 +411,16 @@ struct verbs_context_ops {
 	int (*query_rt_values)(struct ibv_context *context,
 			       struct ibv_values_ex *values);
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+#if MR_PABI_GEN >= 65
+	int (*read_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+#endif
 	int (*read_counters)(struct ibv_counters *counters,
 			     uint64_t *counters_value, uint32_t ncounters,
 			     uint32_t flags);
+#if MR_PABI_GEN >= 65
+	int (*read_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
+				  uint64_t *value);
+#endif
 	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
 				    uint64_t dm_offset, size_t length,
 				    unsigned int access);
@@ -310,32 +429,48 @@ struct verbs_context_ops {
 					int access);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
+#if MR_PABI_GEN >= 65
+	struct ibv_mr *(*reg_mr_ex)(struct ibv_pd *pd,
+				    struct ibv_mr_init_attr *mr_init_attr);
+#endif
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+#if MR_PABI_GEN >= 65
+	int (*set_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+#endif
 	int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
+#if MR_PABI_GEN >= 65
+	int (*set_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
+				 uint64_t value);
+#endif
 	void (*unimport_dm)(struct ibv_dm *dm);
 	void (*unimport_mr)(struct ibv_mr *mr);
 	void (*unimport_pd)(struct ibv_pd *pd);
 };
 
+#if MR_PABI_GEN >= 65
+#define MR_PABI_NUM_CONTEXT_OPS	93
+#else
 #define MR_PABI_NUM_CONTEXT_OPS	76
+#endif
 static_assert(sizeof(struct verbs_context_ops) ==
 		      MR_PABI_NUM_CONTEXT_OPS * sizeof(void *),
-	      "verbs_context_ops must be 76 function pointers");
+	      "verbs_context_ops must be MR_PABI_NUM_CONTEXT_OPS function pointers");
 
 /*
  * Verbs objects.  libibverbs' public calls and its ibv_cmd_* helpers treat
  * the public object a provider returns as the first member of one of these
  * wrappers, and read or write the private fields after it, so the provider
- * must embed exactly these.  Public sizes are rdma-core 44's on LP64.
+ * must embed exactly these.  Public sizes are the generation's on LP64.
  */
 static_assert(sizeof(struct ibv_mr) == 48, "struct ibv_mr changed");
 static_assert(sizeof(struct ibv_cq) == 128, "struct ibv_cq changed");
 static_assert(sizeof(struct ibv_cq_ex) == 288, "struct ibv_cq_ex changed");
 static_assert(sizeof(struct ibv_qp) == 160, "struct ibv_qp changed");
-static_assert(sizeof(struct ibv_qp_ex) == 352, "struct ibv_qp_ex changed");
+static_assert(sizeof(struct ibv_qp_ex) == MR_PABI_QP_EX_SIZE,
+	      "struct ibv_qp_ex changed");
 static_assert(sizeof(struct ibv_srq) == 128, "struct ibv_srq changed");
 
 /* verbs_mr.mr_type; libibverbs refuses ibv_rereg_mr() unless it is _MR. */
@@ -403,9 +538,12 @@ struct verbs_qp {
 };
 
 static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0, "ibv_qp_ex layout");
-static_assert(offsetof(struct verbs_qp, comp_mask) == 352, "verbs_qp layout");
-static_assert(offsetof(struct verbs_qp, xrcd) == 360, "verbs_qp layout");
-static_assert(sizeof(struct verbs_qp) == 368, "verbs_qp layout");
+static_assert(offsetof(struct verbs_qp, comp_mask) == MR_PABI_QP_EX_SIZE,
+	      "verbs_qp layout");
+static_assert(offsetof(struct verbs_qp, xrcd) == MR_PABI_QP_EX_SIZE + 8,
+	      "verbs_qp layout");
+static_assert(sizeof(struct verbs_qp) == MR_PABI_QP_EX_SIZE + 16,
+	      "verbs_qp layout");
 
 /*
  * A shared receive queue as ibv_cmd_create_srq_ex() sees it; it sets
@@ -433,7 +571,7 @@ static_assert(sizeof(struct verbs_srq) == 160, "verbs_srq layout");
  * everything between sizeof(their command) and cmd_size as provider data, so
  * what the provider needs is the exact size and alignment.  The kernel
  * structs end in flexible arrays and cannot be embedded, hence a byte array
- * of the kernel struct's size and alignment.  The sizes are rdma-core 44's
+ * of the kernel struct's size and alignment.  The sizes are rdma-core's
  * (its kernel-headers/rdma/ib_user_verbs.h, which libibverbs was compiled
  * with): a smaller command would be overrun.
  */
@@ -489,7 +627,7 @@ MR_PABI_CMD_EX(ibv_modify_qp_ex, ib_uverbs_ex_modify_qp, 120);
  * Responses.  Where the kernel may append metaroce data, the core part is
  * spelled out so that the metaroce part can follow it in one struct;
  * elsewhere the provider passes the uAPI struct itself, whose size
- * libibverbs (compiled with rdma-core 44's copy) takes as the core part.
+ * libibverbs (compiled with rdma-core's copy) takes as the core part.
  */
 struct ibv_get_context_resp {
 	__u32 async_fd;
@@ -532,15 +670,20 @@ MR_PABI_RESP_SIZE(ib_uverbs_ex_modify_qp_resp, 8);
 MR_PABI_RESP_SIZE(ib_uverbs_create_ah_resp, 4);
 
 /*
- * Functions exported by libibverbs with version IBVERBS_PRIVATE_34.  Unless
+ * Functions exported by libibverbs with version IBVERBS_PRIVATE_<n>.  Unless
  * stated otherwise the ibv_cmd_* calls return 0 or a positive errno value
  * and do not touch errno.  cmd_size and resp_size are the full lengths,
  * provider data included, and must be multiples of 4 (8 for the extended
  * commands).
  */
 
-/* Adds a provider to libibverbs' driver list; called from a constructor. */
-void verbs_register_driver_34(const struct verbs_device_ops *ops);
+/*
+ * Adds a provider to libibverbs' driver list; called from a constructor.
+ * Its name carries <n>: verbs_register_driver_34(), _65(), ...
+ */
+#define mr_verbs_register_driver \
+	MR_PABI_PASTE(verbs_register_driver_, MR_PABI)
+void mr_verbs_register_driver(const struct verbs_device_ops *ops);
 
 /*
  * calloc()s alloc_size bytes, initialises the verbs_context found
@@ -557,10 +700,33 @@ void verbs_uninit_context(struct verbs_context *context);
 void verbs_set_ops(struct verbs_context *vctx,
 		   const struct verbs_context_ops *ops);
 
-/* GET_CONTEXT: fills async_fd / num_comp_vectors (and core_support). */
+/*
+ * GET_CONTEXT: fills async_fd / num_comp_vectors (and core_support).  From
+ * rdma-core 65 on it also takes file descriptors to hand the kernel
+ * (fd_arr, NULL for none); mr_cmd_get_context() is the call for every
+ * generation.
+ */
+#if MR_PABI_GEN >= 65
+int ibv_cmd_get_context(struct verbs_context *context,
+			struct ibv_get_context *cmd, size_t cmd_size,
+			struct ibv_fd_arr *fd_arr,
+			struct ibv_get_context_resp *resp, size_t resp_size);
+
+static inline int mr_cmd_get_context(struct verbs_context *context,
+				     struct ibv_get_context *cmd,
+				     size_t cmd_size,
+				     struct ibv_get_context_resp *resp,
+				     size_t resp_size)
+{
+	return ibv_cmd_get_context(context, cmd, cmd_size, NULL, resp,
+				   resp_size);
+}
+#else
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
 			struct ibv_get_context_resp *resp, size_t resp_size);
+#define mr_cmd_get_context ibv_cmd_get_context
+#endif
 /* QUERY_DEVICE(_EX); resp/resp_size may be NULL. */
 int ibv_cmd_query_device_any(struct ibv_context *context,
 			     const struct ibv_query_device_ex_input *input,
@@ -610,12 +776,41 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
 		      size_t resp_size);
+#if MR_PABI_GEN >= 65
+/*
+ * From rdma-core 65 on, a provider may hand the kernel the CQ's buffer
+ * (prov_attr, with CREATE_CQ_CMD_FLAGS_WITH_MEM_* in cmd_flags); metaroce
+ * does not: mr_cmd_create_cq_ex() passes NULL.
+ */
+struct verbs_create_cq_prov_attr;
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_create_cq_prov_attr *prov_attr,
+			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+			 size_t cmd_size,
+			 struct ib_uverbs_ex_create_cq_resp *resp,
+			 size_t resp_size, uint32_t cmd_flags);
+
+static inline int mr_cmd_create_cq_ex(struct ibv_context *context,
+				      const struct ibv_cq_init_attr_ex *cq_attr,
+				      struct verbs_cq *cq,
+				      struct ibv_create_cq_ex *cmd,
+				      size_t cmd_size,
+				      struct ib_uverbs_ex_create_cq_resp *resp,
+				      size_t resp_size, uint32_t cmd_flags)
+{
+	return ibv_cmd_create_cq_ex(context, cq_attr, NULL, cq, cmd, cmd_size,
+				    resp, resp_size, cmd_flags);
+}
+#else
 int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 const struct ibv_cq_init_attr_ex *cq_attr,
 			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
 			 size_t cmd_size,
 			 struct ib_uverbs_ex_create_cq_resp *resp,
 			 size_t resp_size, uint32_t cmd_flags);
+#define mr_cmd_create_cq_ex ibv_cmd_create_cq_ex
+#endif
 /*
  * POLL_CQ: returns the number of completions (0..ne) or -1 (errno from the
  * failed malloc() or system call).  Allocates ne uverbs entries for the

@@ -148,37 +148,47 @@ const struct verbs_device_ops mr_device_ops = {
 };
 
 /*
- * Which rdma-core release is the process running?  The binding contract is
- * the IBVERBS_PRIVATE_34 symbol version, which the dynamic linker already
- * enforced before this code runs (rdma-core bumps it whenever a private
- * layout changes, and it has covered several releases).  The release number
- * is only reported: libibverbs.so.1.<x>.<release>.<patch> is the file name
- * rdma-core's build gives the library.
+ * Which rdma-core release is the process running?  The dynamic linker has
+ * already enforced the IBVERBS_PRIVATE_<n> symbol version before this code
+ * runs, but one <n> has covered releases with different layouts (34: 44,
+ * then 45-56 with a larger ibv_qp_ex), so the release must be one of those
+ * this build's declarations cover (pabi.h).  rdma-core's build names the
+ * library libibverbs.so.1.<x>.<release>.<patch>; a library named otherwise
+ * (built by hand) is taken on trust, the run-time checks remaining.
+ * Returns false when the provider must not register.
  */
-static void mr_check_libibverbs_release(void)
+static bool mr_check_libibverbs_release(void)
 {
 	unsigned int lib_minor, release, patch;
 	char path[PATH_MAX];
 	const char *base;
 	Dl_info info;
 
-	if (!dladdr((void *)verbs_register_driver_34, &info) ||
+	if (!dladdr((void *)mr_verbs_register_driver, &info) ||
 	    !info.dli_fname || !realpath(info.dli_fname, path))
-		return;
+		return true;
 
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	if (sscanf(base, "libibverbs.so.1.%u.%u.%u", &lib_minor, &release,
 		   &patch) != 3)
-		return;
+		return true;
 
+	if (release < MR_PABI_RDMA_CORE_FIRST ||
+	    release > MR_PABI_RDMA_CORE_LAST) {
+		mr_warn("not loading: built for the private ABI of rdma-core %u-%u (%s), running with libibverbs from rdma-core %u.%u (%s), whose layouts differ; rebuild libmetaroce against it\n",
+			MR_PABI_RDMA_CORE_FIRST, MR_PABI_RDMA_CORE_LAST,
+			MR_PABI_VERSION_NAME, release, patch, path);
+		return false;
+	}
 	if (release != MR_PABI_RDMA_CORE && getenv("IBV_SHOW_WARNINGS"))
 		mr_warn("running with libibverbs from rdma-core %u.%u (%s); the private ABI declarations were verified against rdma-core %u\n",
 			release, patch, path, MR_PABI_RDMA_CORE);
+	return true;
 }
 
 static void __attribute__((constructor)) mr_register_driver(void)
 {
-	mr_check_libibverbs_release();
-	verbs_register_driver_34(&mr_device_ops);
+	if (mr_check_libibverbs_release())
+		mr_verbs_register_driver(&mr_device_ops);
 }

@@ -1142,12 +1142,35 @@ static void mr_qp_clean_cqs(struct ibv_qp *ibqp)
 		mr_cq_clean(ibqp->recv_cq, ibqp->qp_num);
 }
 
+/*
+ * The right to receive FLUSH requests (IBV_ACCESS_FLUSH_*, rdma-core 45 on).
+ * metaroce has no FLUSH operation (no IBV_DEVICE_FLUSH_* capability, no
+ * such request on the wire: one would be refused as an invalid request),
+ * so granting that right to a QP grants nothing, and mr_modify_qp() drops
+ * it rather than have the kernel refuse the whole call: applications that
+ * ask for every right they know, as pyverbs' tests do from rdma-core 56 on,
+ * still get their QP. MRs with FLUSH rights are refused (mr.c).
+ */
+#if MR_PABI_GEN >= 45
+#define MR_QP_ACCESS_FLUSH (IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_FLUSH_PERSISTENT)
+#else
+#define MR_QP_ACCESS_FLUSH 0
+#endif
+
 int mr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct ib_uverbs_ex_modify_qp_resp resp = {};
 	struct ibv_modify_qp_ex cmd_ex = {};
 	struct ibv_modify_qp cmd = {};
+	struct ibv_qp_attr granted;
 	int ret;
+
+	if ((attr_mask & IBV_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & MR_QP_ACCESS_FLUSH)) {
+		granted = *attr;
+		granted.qp_access_flags &= ~(unsigned int)MR_QP_ACCESS_FLUSH;
+		attr = &granted;
+	}
 
 	/* Attributes from IBV_QP_RATE_LIMIT on need the extended command. */
 	if (attr_mask & ~(IBV_QP_RATE_LIMIT - 1))

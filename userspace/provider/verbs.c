@@ -55,6 +55,13 @@ int mr_query_device_ex(struct ibv_context *ibctx,
 
 	mr_set_fw_ver(ibctx, attr->orig_attr.fw_ver,
 		      sizeof(attr->orig_attr.fw_ver), resp.base.fw_ver);
+	/*
+	 * The kernel can resize its own SRQs, but an SRQ of this provider
+	 * lives in a ring whose slots are fixed when it is created
+	 * (ibv_modify_srq() cannot grow it beyond them: srq.c), so
+	 * applications must not be told that SRQs resize.
+	 */
+	attr->orig_attr.device_cap_flags &= ~(unsigned int)IBV_DEVICE_SRQ_RESIZE;
 	return 0;
 }
 

@@ -2,19 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
 # Build-time checks that libmetaroce's own declarations of the private
-# libibverbs ABI (pabi.h) match the installed libibverbs, at the symbol level.
-# Prints TAP; exits non-zero if any check fails.
+# libibverbs ABI (pabi.h) match the libibverbs it was built against, at the
+# symbol level. Prints TAP; exits non-zero if any check fails.
 #
 #   check-pabi.sh PROVIDER.so PABI_H LIBIBVERBS.so.1 "CPPFLAGS"
 #
-# The struct layouts are checked by static asserts (pabi.h) and by
-# tests/pabi_probe.c, which drives the real library.
+# CPPFLAGS are the provider's (they select pabi.h's generation, see there):
+# the private ABI version and the ops table are read from pabi.h as the
+# compiler sees it with them. The struct layouts are checked by static
+# asserts (pabi.h) and by tests/pabi_probe.c, which drives the real library.
 
 set -euo pipefail
-
-PABI_VERSION=IBVERBS_PRIVATE_34
-# The ops table's member count in rdma-core 44 (verbs_context_ops).
-NUM_CONTEXT_OPS=76
 
 if [[ $# -ne 4 ]]; then
 	echo "usage: $0 PROVIDER.so PABI_H LIBIBVERBS.so.1 CPPFLAGS" >&2
@@ -27,6 +25,17 @@ cppflags=$4
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+# pabi.h's macros and declarations for this generation.
+echo '#include "pabi.h"' >"$tmp/decls.c"
+# shellcheck disable=SC2086 # CPPFLAGS is a list of words
+gcc $cppflags -I"$(dirname "$pabi_h")" -dM -E "$tmp/decls.c" >"$tmp/macros"
+macro() { # NAME: its value, quotes and parentheses removed
+	sed -n "s/^#define $1 //p" "$tmp/macros" | tr -d '"()'
+}
+PABI_VERSION=IBVERBS_PRIVATE_$(macro MR_PABI)
+NUM_CONTEXT_OPS=$(macro MR_PABI_NUM_CONTEXT_OPS)
+GEN=$(macro MR_PABI_GEN)
 
 n=0
 failed=0
@@ -72,7 +81,6 @@ readelf --dyn-syms -W "$provider" |
 
 # Function declarations of pabi.h, taken from the compiler itself (GCC's
 # -aux-info lists every prototype with the file it came from).
-echo '#include "pabi.h"' >"$tmp/decls.c"
 # shellcheck disable=SC2086 # CPPFLAGS is a list of words
 gcc $cppflags -I"$(dirname "$pabi_h")" -fsyntax-only \
 	-aux-info "$tmp/aux" "$tmp/decls.c"
@@ -83,6 +91,7 @@ grep -F "$(basename "$pabi_h"):" "$tmp/aux" | grep -F ' extern ' |
 release=$(basename "$(readlink -f "$libibverbs")")
 echo "# provider:   $provider"
 echo "# libibverbs: $libibverbs ($release)"
+echo "# pabi.h:     generation $GEN, $PABI_VERSION, $NUM_CONTEXT_OPS ops"
 
 ndecls=$(wc -l <"$tmp/pabi-decls")
 nverbs=$(wc -l <"$tmp/prov-verbs")
@@ -118,12 +127,15 @@ while read -r fn; do
 done <"$tmp/pabi-decls"
 
 # libibverbs copies ops by name into its own table, so our member order must
-# be upstream's, which is kept sorted by name.
-awk '/^struct verbs_context_ops \{/ { in_ops = 1; next }
-     in_ops && /^\};/ { exit }
-     in_ops { while (match($0, /\(\*[a-z_0-9]+\)/)) {
-		print substr($0, RSTART + 2, RLENGTH - 3)
-		$0 = substr($0, RSTART + RLENGTH) } }' "$pabi_h" >"$tmp/ops"
+# be upstream's, which is kept sorted by name. The table as compiled for
+# this generation: pabi.h preprocessed.
+# shellcheck disable=SC2086 # CPPFLAGS is a list of words
+gcc $cppflags -I"$(dirname "$pabi_h")" -E -P "$tmp/decls.c" |
+	awk '/^struct verbs_context_ops \{/ { in_ops = 1; next }
+	     in_ops && /^\};/ { in_ops = 0 }
+	     in_ops { while (match($0, /\(\*[a-z_0-9]+\)/)) {
+			print substr($0, RSTART + 2, RLENGTH - 3)
+			$0 = substr($0, RSTART + RLENGTH) } }' >"$tmp/ops"
 check "verbs_context_ops members are sorted by name" \
 	sort -c "$tmp/ops"
 check "verbs_context_ops has $NUM_CONTEXT_OPS members ($(wc -l <"$tmp/ops") found)" \

@@ -86,6 +86,9 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 
 int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 const struct ibv_cq_init_attr_ex *cq_attr,
+#if MR_PABI_GEN >= 65
+			 struct verbs_create_cq_prov_attr *prov_attr,
+#endif
 			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
 			 size_t cmd_size,
 			 struct ib_uverbs_ex_create_cq_resp *resp,

@@ -55,7 +55,10 @@ devinfo_has() {	# DEVICE REGEX
 
 echo "1..26"
 
-for f in "$build/libmetaroce-rdmav34.so" "$verbs_test"; do
+# The provider's name carries libibverbs' private ABI number (-rdmav34.so,
+# -rdmav65.so, ...): whichever was built for this userland.
+provider_lib=$(compgen -G "$build/libmetaroce-rdmav*.so" | head -n 1 || true)
+for f in "${provider_lib:-$build/libmetaroce-rdmav<n>.so}" "$verbs_test"; do
 	if [[ ! -x $f && ! -f $f ]]; then
 		echo "Bail out! $f is missing: run make -C userspace first"
 		exit 1

@@ -92,7 +92,10 @@ prog_timeout=${MR_VERBS_TIMEOUT:-180}
 read -ra wrapper <<<"${MR_VERBS_WRAPPER:-}"
 
 mr_require_module
-for f in "$build/libmetaroce-rdmav34.so" "$objects_test" "$pair_test" \
+# The provider's name carries libibverbs' private ABI number (-rdmav34.so,
+# -rdmav65.so, ...): whichever was built for this userland.
+provider_lib=$(compgen -G "$build/libmetaroce-rdmav*.so" | head -n 1 || true)
+for f in "${provider_lib:-$build/libmetaroce-rdmav<n>.so}" "$objects_test" "$pair_test" \
 	"$fuzz_test" "$fork_exit_test"; do
 	[[ -e $f ]] || mr_skip_all "$f is missing: run make -C userspace first"
 done
