@@ -233,6 +233,9 @@ res_checks() {
 		     END { if (r != "") print r }')
 	qp=$(grep -m 1 -E ' type RC .* (drv_)?path0 ' <<<"$res") || {
 		printf '%s\n' "$res"
+		ip netns exec "$MR_A_NS" rdma resource show qp link "$MR_A_DEV/1" -dd
+		rdma resource show qp -dd
+		cat "/sys/kernel/debug/metaroce/$MR_A_DEV/qps" 2>/dev/null | head -5
 		mr_fail "no RC QP with path attributes in rdma resource show qp -dd"
 	}
 	mr_log "rdma resource: $qp"

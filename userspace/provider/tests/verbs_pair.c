@@ -1741,9 +1741,9 @@ static void step_srq_error(struct side *s)
 }
 
 /*
- * A CQ of 4 and 8 signaled WRITEs that nobody polls: the 5th completion
- * does not fit, the CQ gets IBV_EVENT_CQ_ERR and the QP fails (as the
- * verbs say: no completion is lost in silence); the 4 that fit are there,
+ * The client: a CQ of 4 and 8 signaled WRITEs that nobody polls: the 5th
+ * completion does not fit, the CQ gets IBV_EVENT_CQ_ERR and the QP fails
+ * (as the verbs say: no completion is lost in silence); the 4 that fit are there,
  * successful, and a work request posted after them is flushed.
  */
 static void step_cq_overflow(struct side *s)
@@ -1758,6 +1758,15 @@ static void step_cq_overflow(struct side *s)
 	bool got;
 
 	barrier(s, 42);
+	/*
+	 * One side only: its QP fails, and the other side's WRITEs still in
+	 * flight to it would then fail too (a QP in error answers nothing),
+	 * which is right but not what this step checks.
+	 */
+	if (s->me != 2) {
+		barrier(s, 43);
+		return;
+	}
 	for (i = 0; i < CQ_OVF_WRS; i++) {
 		wr = (struct ibv_send_wr){ .wr_id = 2000 + i,
 					   .opcode = IBV_WR_RDMA_WRITE };
@@ -1786,6 +1795,11 @@ static void step_cq_overflow(struct side *s)
 	tap(n == CQ_OVF_CQE && ok == CQ_OVF_CQE,
 	    "cq overflow: the %d completions that fit, successful, in order (%d, %d ok)",
 	    CQ_OVF_CQE, n, ok);
+	if (ok != CQ_OVF_CQE)
+		for (i = 0; i < n; i++)
+			printf("# cq overflow: completion %d: wr_id %llu, %s\n", i,
+			       (unsigned long long)wc[i].wr_id,
+			       ibv_wc_status_str(wc[i].status));
 	wr = (struct ibv_send_wr){ .wr_id = 2100,
 				   .opcode = IBV_WR_RDMA_WRITE };
 	wr.wr.rdma.remote_addr = s->peer.addr + OFF_UNSIG_DST;
