@@ -911,7 +911,7 @@ static void group_commands(void)
 		uint8_t body[256];
 	} b;
 	uint32_t c, pd;
-	int fd, afd, err, n;
+	int fd, afd = -1, err, n;
 
 	fd = dev_open();
 
@@ -1039,7 +1039,8 @@ static void group_commands(void)
 	expect(err, 0, "ALLOC_PD after the misuse");
 	if (!err)
 		expect(pd_free(fd, pd), 0, "DEALLOC_PD");
-	close(afd);
+	if (afd >= 0)
+		close(afd);
 	close(fd);
 }
 
@@ -1790,7 +1791,8 @@ static void group_handles(void)
 	struct theirs t = {};
 	struct qp qp, qp2;
 	struct sess s;
-	uint32_t pd2, mr2, h;
+	/* Handles that name nothing until the calls that set them succeed. */
+	uint32_t pd2 = UINT32_MAX, mr2 = UINT32_MAX, h;
 	int err;
 
 	sess_open(&s);
