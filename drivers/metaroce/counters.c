@@ -106,6 +106,7 @@ static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	[E(MR_ST_RETX_OVERDUE)]		= { .name = "retransmits_overdue" },
 	[E(MR_ST_TX_ANNOUNCE)]		= { .name = "announcements_tx" },
 	[E(MR_ST_RX_ANNOUNCE)]		= { .name = "announcements_rx" },
+	[E(MR_ST_RX_HELLOS)]		= { .name = "hellos_rx" },
 	[E(MR_ST_MAX)]			= { .name = "retransmits" },
 
 	[D(0)]	= { .name = "drop_no_conn" },

@@ -227,6 +227,7 @@ enum mr_stat {
 	MR_ST_RETX_OVERDUE,	/* retransmits of packets a later one overtook */
 	MR_ST_TX_ANNOUNCE,	/* announcements sent (PROBE with SYN first) */
 	MR_ST_RX_ANNOUNCE,	/* announcements that made a sender active */
+	MR_ST_RX_HELLOS,	/* hellos of epochs not proven yet: challenged */
 	MR_ST_MAX
 };
 

@@ -180,6 +180,16 @@ def main():
     next_turn, turn = t0, 0
     active = []
     peers_rx, hints_tx, fs_end = [], {}, {}
+
+    def look_at_stop():
+        """The receiver's fair share and peers, the senders' hints."""
+        fs, prx = debugfs(rx_name)
+        hints = {}
+        for d in tx:
+            for pe in debugfs(d)[1]:
+                hints[(d, pe["local"])] = int(pe.get("hint_rx", 0))
+        return fs, prx, hints
+
     while time.monotonic() - t0 < args.seconds or any(out):
         now = time.monotonic()
         stop = now - t0 >= args.seconds
@@ -193,11 +203,8 @@ def main():
         if now >= next_look and not stop:
             next_look = now + 0.5
             active.append(int(debugfs(rx_name)[0].get("active", -1)))
-        if stop and not peers_rx:
-            fs_end, peers_rx = debugfs(rx_name)
-            for d in tx:
-                for pe in debugfs(d)[1]:
-                    hints_tx[(d, pe["local"])] = int(pe.get("hint_rx", 0))
+        if stop and not fs_end:
+            fs_end, peers_rx, hints_tx = look_at_stop()
         for dev in tx.values():
             got, wcs = dev.cq.poll(num_entries=64)
             for wc in wcs[:got]:
@@ -211,6 +218,10 @@ def main():
             print("stuck 1")
             break
         time.sleep(0.002)
+    # Nothing was outstanding when the time ran out: the loop ended before
+    # an iteration saw it.
+    if not fs_end:
+        fs_end, peers_rx, hints_tx = look_at_stop()
     # The first sender goes on alone for two seconds: the receiver's full
     # runs go on with it, and the others' demands run out.
     t1 = time.monotonic()

@@ -924,6 +924,22 @@ static int mr_epoch_adoptable(struct mr_conn *c, const struct mr_hdr *h,
 	return 0;
 }
 
+/*
+ * A packet of an epoch that is not ours to take. A hello (a PROBE with SYN
+ * and no cookie) is how every sender starts: challenged, counted, not an
+ * error. Anything else is dropped as one.
+ */
+static void mr_rx_unproven(struct mr_conn *c, const struct mr_hdr *h,
+			   struct mr_rx *rx)
+{
+	if (h->opcode == MR_OP_PROBE && (h->flags & MR_F_SYN) && !h->cookie) {
+		mr_stat(c, MR_ST_RX_HELLOS, 1);
+		rx->action = MR_RXA_NONE;
+		return;
+	}
+	mr_drop(c, rx, MR_DROP_EPOCH);
+}
+
 void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 		const struct mr_ack *ack, int ce, u64 now, struct mr_rx *rx)
 {
@@ -948,7 +964,7 @@ void mr_conn_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 	}
 	if (h->epoch != c->rx_epoch) {
 		if (!mr_epoch_adoptable(c, h, now)) {
-			mr_drop(c, rx, MR_DROP_EPOCH);
+			mr_rx_unproven(c, h, rx);
 			return;
 		}
 		/* PROBE has no DSN: its syn_dsn is the sender's dsn_una too. */
