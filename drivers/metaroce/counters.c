@@ -134,7 +134,7 @@ static const struct rdma_stat_desc mr_counter_descs[MR_NALL] = {
 	[L(0)]	= { .name = "drop_ssn" },
 };
 
-static_assert(MR_ST_MAX == 32, "name every engine counter");
+static_assert(MR_ST_MAX == 33, "name every engine counter");
 static_assert(MR_NDROP == 14, "name every counted drop reason");
 static_assert(MR_NLATE == 1 && MR_DROP_NR_REASONS == MR_DROP_SSN + 1,
 	      "name every drop reason added later");
