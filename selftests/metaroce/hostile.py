@@ -1240,6 +1240,8 @@ def cmd_synflood(args):
                                rkey=random.getrandbits(32),
                                payload=b"S" * 64, syn_dsn=e))
         rounds += 1
+        if rounds == 1:
+            print("struck 1", flush=True)
         time.sleep(args.interval / 1000)
     print(f"ports {rounds}")
     print(f"sent {f.sent}")
@@ -1309,6 +1311,7 @@ def cmd_acks(args):
     own = int(tx["epoch"], 16)
     their = int(tx["rx_epoch"], 16) or fresh_epoch()
     cum = int(tx["dsn_una"], 16)
+    print(f"window_before {tx['window']}")
     sock = netns_socket(args.netns, args.src)
     hints = (1, 0xffffffff, 0)
     onpath = offpath = hint_one = 0

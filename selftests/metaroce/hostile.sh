@@ -536,6 +536,14 @@ connections() {
 		"/sys/kernel/debug/metaroce/$1/peers"
 }
 
+# struck NAME...: each flood NAME has sent its first round.
+struck() {
+	local name
+	for name; do
+		grep -q '^struck 1$' "$STATE/$name" || return 1
+	done
+}
+
 # flood NAME LAUNCHER ARGS...: hostile.py synflood in the background, run
 # by the command line LAUNCHER, while $FLOODING exists; its output goes to
 # $STATE/NAME.
@@ -575,9 +583,9 @@ mixed_runs() {
 # and the data moves. Then, in the transfer, forged SENDs to B's QPs and
 # forged READ and atomic responses to A's (which has READs and atomics
 # outstanding all the time), MSNs brute-forced, off-path (fresh epochs)
-# and on-path (the epoch, but DSNs outside the window); ACKs to A whose
-# Rate Hints say 1 Mbit/s, 2^32 - 1 and nothing, on-path and off-path;
-# after the SYN floods, a flood from 256 junk sources, back to back.
+# and on-path (the epoch, but DSNs outside the window). After the SYN
+# floods, ACKs to A whose Rate Hints say 1 Mbit/s, 2^32 - 1 and nothing,
+# on-path and off-path, then a flood from 256 junk sources, back to back.
 attack_first_contact() {
 	local pid p rc=0 nobody_a nobody_b a_gidx
 	[[ -x $MIXED ]] || mr_fail "$MIXED is missing: run make userspace"
@@ -597,7 +605,8 @@ attack_first_contact() {
 	flood syn_spoofed "ip netns exec $SPOOF_NS $PYTHON $HOSTILE --raw" \
 		--src "$MIXED_IP" --dst "$MR_B_IP"
 	flood syn_to_a "$nobody_b" --src "$MR_B_IP" --dst "$MIXED_IP"
-	sleep 2
+	assert_wait "the floods strike" 60 struck syn_local syn_spoofed syn_to_a
+	sleep 1
 	! mixed_peer_b || mr_fail "B made a connection for the floods"
 	# The transfer: mr_mixed runs, one after the other, until the attacks
 	# are over (a run's QPs are new, its connection the same).
@@ -622,14 +631,15 @@ attack_first_contact() {
 		--dev "$MR_A_DEV" --peer-dev "$MR_B_DEV" --op atomic_resp \
 		--msns 24 --repeat 20
 	mv "$STATE/inject" "$STATE/inject_atomic"
-	snap acks
-	hostile acks --netns "$MR_B_NS" --src "$MR_B_IP" --dst "$MIXED_IP" \
-		--dev "$MR_A_DEV" --seconds 3 --interval 2
 	snap floods
 	rm -f "$FLOODING"
 	for p in "${FLOOD_PIDS[@]}"; do
 		wait "$p" || mr_fail "a SYN flood failed: $(cat "$STATE"/syn_*)"
 	done
+	# The ACKs after the floods: nothing else draws drop_epoch from A.
+	snap acks
+	hostile acks --netns "$MR_B_NS" --src "$MR_B_IP" --dst "$MIXED_IP" \
+		--dev "$MR_A_DEV" --seconds 3 --interval 2
 	snap junk
 	connections "$MR_B_DEV" >"$STATE/connections.before"
 	hostile junk --netns "$SPOOF_NS" --src "$SPOOF_IP" --count 10000
@@ -678,14 +688,14 @@ syn_flood() {
 	to_a=$(rec syn_to_a sent)
 	for side in B A; do
 		if [[ $side == B ]]; then n=$to_b; else n=$to_a; fi
-		got=$(d start junk $side drop_epoch drop_no_conn rx_drop_no_conn)
-		lost=$(d start junk $side rx_drop_backlog)
+		got=$(d start acks $side drop_epoch drop_no_conn rx_drop_no_conn)
+		lost=$(d start acks $side rx_drop_backlog)
 		mr_log "$side: flooded with $n SYNs; drop_epoch + no_conn +$got," \
-			"challenges +$(d start junk $side resets_tx)," \
+			"challenges +$(d start acks $side resets_tx)," \
 			"rx_drop_backlog +$lost"
 		((got >= n - lost)) ||
 			mr_fail "$side: $got drops for $n forged SYNs ($lost lost)"
-		(($(d start junk $side resets_tx) >= 1)) ||
+		(($(d start acks $side resets_tx) >= 1)) ||
 			mr_fail "$side: no challenge drawn (the flood missed the connection)"
 		assert_eq "$side: epochs restored (a forged one was adopted)" 0 \
 			"$(d start after $side epoch_restored)"
@@ -693,7 +703,7 @@ syn_flood() {
 }
 
 # inj_check SIDE WHAT FILE...: what hostile.py inject's FILEs sent, against
-# SIDE's drops between the snapshots inject and acks.
+# SIDE's drops between the snapshots inject and floods.
 inj_check() {
 	local side=$1 what=$2 f off=0 ahead=0 behind=0 lost got
 	shift 2
@@ -702,17 +712,17 @@ inj_check() {
 		ahead=$((ahead + $(rec "$f" ahead)))
 		behind=$((behind + $(rec "$f" behind)))
 	done
-	lost=$(d inject acks "$side" rx_drop_backlog)
-	mr_log "$what: off-path $off (drop_epoch +$(d inject acks "$side" drop_epoch))," \
-		"ahead $ahead (drop_dsn_window +$(d inject acks "$side" drop_dsn_window))," \
-		"behind $behind (drop_duplicate +$(d inject acks "$side" drop_duplicate))," \
+	lost=$(d inject floods "$side" rx_drop_backlog)
+	mr_log "$what: off-path $off (drop_epoch +$(d inject floods "$side" drop_epoch))," \
+		"ahead $ahead (drop_dsn_window +$(d inject floods "$side" drop_dsn_window))," \
+		"behind $behind (drop_duplicate +$(d inject floods "$side" drop_duplicate))," \
 		"rx_drop_backlog +$lost"
-	(($(d inject acks "$side" drop_epoch) >= off - lost)) ||
+	(($(d inject floods "$side" drop_epoch) >= off - lost)) ||
 		mr_fail "$what: off-path ones not all dropped for their epoch"
-	got=$(d inject acks "$side" drop_dsn_window)
+	got=$(d inject floods "$side" drop_dsn_window)
 	((got <= ahead && got >= ahead - lost)) ||
 		mr_fail "$what: drop_dsn_window +$got, expected $ahead"
-	(($(d inject acks "$side" drop_duplicate) >= behind - lost)) ||
+	(($(d inject floods "$side" drop_duplicate) >= behind - lost)) ||
 		mr_fail "$what: settled ones not all dropped as duplicates"
 }
 
@@ -736,16 +746,17 @@ rate_hints() {
 	attacked2
 	on=$(rec acks sent) off=$(rec acks offpath)
 	mr_log "ACKs with Rate Hints 1, 2^32-1, 0: on-path $on (acks_rx" \
-		"+$(d acks floods A acks_rx)), off-path $off (drop_epoch" \
-		"+$(d acks floods A drop_epoch)); A's window" \
+		"+$(d acks junk A acks_rx)), off-path $off (drop_epoch" \
+		"+$(d acks junk A drop_epoch)); A's window" \
+		"$(rec acks window_before) before, then" \
 		"$(rec acks min_window)..$(rec acks max_window), the forged hint 1" \
 		"seen in force $(rec acks hint_one_seen) times; A completed" \
-		"$(d acks floods A messages_done_tx) messages meanwhile"
-	(($(d acks floods A acks_rx) >= on - $(d acks floods A rx_drop_backlog))) ||
+		"$(d acks junk A messages_done_tx) messages meanwhile"
+	(($(d acks junk A acks_rx) >= on - $(d acks junk A rx_drop_backlog))) ||
 		mr_fail "the on-path ACKs did not count"
-	(($(d acks floods A drop_epoch) >= off - $(d acks floods A rx_drop_backlog))) ||
+	(($(d acks junk A drop_epoch) >= off - $(d acks junk A rx_drop_backlog))) ||
 		mr_fail "the off-path ACKs were not all dropped"
-	(($(d acks floods A messages_done_tx) > 0)) ||
+	(($(d acks junk A messages_done_tx) > 0)) ||
 		mr_fail "A's sender stalled under forged Rate Hints"
 }
 
