@@ -688,9 +688,12 @@ syn_flood() {
 	to_a=$(rec syn_to_a sent)
 	for side in B A; do
 		if [[ $side == B ]]; then n=$to_b; else n=$to_a; fi
-		got=$(d start acks $side drop_epoch drop_no_conn rx_drop_no_conn)
+		# hellos_rx: a PROBE with SYN and no cookie (the floods' carry a
+		# random one, so are drop_epoch, but 0 is a cookie too).
+		got=$(d start acks $side drop_epoch hellos_rx drop_no_conn \
+			rx_drop_no_conn)
 		lost=$(d start acks $side rx_drop_backlog)
-		mr_log "$side: flooded with $n SYNs; drop_epoch + no_conn +$got," \
+		mr_log "$side: flooded with $n SYNs; drop_epoch + hellos_rx + no_conn +$got," \
 			"challenges +$(d start acks $side resets_tx)," \
 			"rx_drop_backlog +$lost"
 		((got >= n - lost)) ||
