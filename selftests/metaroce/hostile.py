@@ -59,10 +59,28 @@ what the receiving QP reported as "KEY VALUE" lines:
               message that took the SRQ's last receive first, receives
               held by QPs that are destroyed, reset, moved to the error
               state
+
+Attacks on a live verified transfer (hostile.sh runs them while
+mr_mixed runs), each printing what it sent as "KEY VALUE" lines:
+
+  synflood    SYNs (a PROBE, a SEND and a WRITE) of fresh epochs from
+              --src, a new source port each round (with --raw, forged
+              from a raw socket), every --interval ms while --stop-file
+              exists
+  inject      --op SENDs, READ responses or atomic responses to --dev's
+              RC QPs (rdma resource), MSNs brute-forced: off-path with
+              fresh epochs, on-path in --dev's epoch for --src with DSNs
+              outside its window
+  acks        ACKs to --dst, a sender, with Rate Hints 1 Mbit/s, 2^32 - 1
+              and 0, in its ACK Epoch (on-path) and in fresh ones
+              (off-path), for --seconds
+  junk        --count datagrams back to back from --sources forged
+              addresses nobody has (raw socket in --netns)
 """
 
 import argparse
 import ctypes
+import json
 import os
 import random
 import re
@@ -194,12 +212,12 @@ def probe(epoch=1, psn=0, path=0, flags=0, syn_dsn=0):
 
 
 def ack(epoch=1, ack_epoch=1, dsn_cum=0, paths=None, qps=None, npath=None,
-        nqp=None, reserved=0, flags=0):
+        nqp=None, reserved=0, flags=0, rate=0):
     """An ACK with path blocks (path, base) and QP blocks (status, qpn, msn,
     aux)."""
     paths = paths or []
     qps = qps or []
-    body = struct.pack(">IIIBBH", ack_epoch, dsn_cum, 0,
+    body = struct.pack(">IIIBBH", ack_epoch, dsn_cum, rate,
                        len(paths) if npath is None else npath,
                        len(qps) if nqp is None else nqp, reserved)
     for p, pbase in paths:
@@ -369,16 +387,21 @@ def wrong_epoch(epoch):
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def netns_socket(netns, src):
-    """A UDP socket bound to (src, any port) in network namespace netns."""
+def netns_socket(netns, src, raw=False):
+    """A UDP socket bound to (src, any port) in network namespace netns
+    (with RAW, a raw IP socket there)."""
     own = os.open("/proc/self/ns/net", os.O_RDONLY)
     target = os.open(f"/run/netns/{netns}", os.O_RDONLY)
     try:
         if _libc.setns(target, CLONE_NEWNET):
             raise OSError(ctypes.get_errno(), "setns " + netns)
         try:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            sock.bind((src, 0))
+            if raw:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_RAW,
+                                     socket.IPPROTO_RAW)
+            else:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                sock.bind((src, 0))
         finally:
             if _libc.setns(own, CLONE_NEWNET):
                 raise OSError(ctypes.get_errno(), "setns back")
@@ -1145,6 +1168,216 @@ def cmd_srq(args):
     print(f"sent {f.sent}")
 
 
+# --- attacks on a live verified transfer -------------------------------------------
+
+
+def fresh_epoch(avoid=()):
+    """A random epoch: never 0, never one of AVOID."""
+    epoch = 0
+    while epoch == 0 or epoch in avoid:
+        epoch = random.getrandbits(32)
+    return epoch
+
+
+def live_qps(dev, timeout=30):
+    """DEV's RC QPs in RTS as (QPN, its peer's QPN) pairs, from rdma
+    resource (what any local user of the PID namespace can read); waits
+    for some (between two runs of a transfer there are none)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(["rdma", "-j", "resource", "show", "qp",
+                              "link", f"{dev}/1"], capture_output=True,
+                             text=True, check=False).stdout
+        try:
+            rows = json.loads(out or "[]")
+        except ValueError:
+            rows = []
+        qps = [(int(r["lqpn"]), int(r["rqpn"])) for r in rows
+               if r.get("type") == "RC" and r.get("state") == "RTS" and
+               "rqpn" in r]
+        if qps:
+            return qps
+        if time.monotonic() > deadline:
+            sys.exit(f"hostile.py: no RC QP in RTS on {dev}")
+        time.sleep(0.2)
+
+
+def keep_going(args, end):
+    """The flood goes on: --stop-file exists (if given) and --seconds are
+    not over."""
+    return time.monotonic() < end and \
+        (not args.stop_file or os.path.exists(args.stop_file))
+
+
+def cmd_synflood(args):
+    """SYNs of fresh epochs from --src (a PROBE, a SEND and a WRITE, each
+    with SYN, a cookie guessed and an epoch of its own), from a new source
+    port every round (a new socket, or with --raw a new forged port),
+    every --interval ms, until --stop-file is removed or --seconds are
+    over. Started before the connection exists, it goes on while the real
+    peers connect and transfer."""
+    f = Forger(args)
+    print(f"uid {os.getuid()}", flush=True)
+    syn = F["SYN"] | F["ACKREQ"]
+    rounds = 0
+    end = time.monotonic() + args.seconds
+    while keep_going(args, end):
+        if args.raw:
+            f.sport = random.randrange(1024, 65536)
+        else:
+            f.sock.close()
+            f.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            f.sock.bind((args.src, 0))
+        e = fresh_epoch()
+        f.send(probe(epoch=e, psn=e, flags=syn, syn_dsn=e))
+        for op in ("SEND", "WRITE"):
+            e = fresh_epoch()
+            f.send(data_packet(OP[op], flags=syn, epoch=e, psn=e,
+                               dst=random.randrange(2, 1 << 16),
+                               src=random.randrange(2, 1 << 16), dsn=e,
+                               msn=random.getrandbits(24),
+                               raddr=random.getrandbits(48) & ~7,
+                               rkey=random.getrandbits(32),
+                               payload=b"S" * 64, syn_dsn=e))
+        rounds += 1
+        if rounds == 1:
+            print("struck 1", flush=True)
+        time.sleep(args.interval / 1000)
+    print(f"ports {rounds}")
+    print(f"sent {f.sent}")
+
+
+def inject_packet(op, epoch, psn, dsn, dst, src, msn):
+    """A forged segment of kind OP (send, read_resp or atomic_resp)."""
+    if op == "send":
+        return data_packet(OP["SEND"], epoch=epoch, psn=psn, dsn=dsn, dst=dst,
+                           src=src, msn=msn, payload=b"F" * 64,
+                           ssn=random.getrandbits(24))
+    if op == "read_resp":
+        return data_packet(OP["READ_RESP"], epoch=epoch, psn=psn, dsn=dsn,
+                           dst=dst, src=src, msn=msn, msg_len=64,
+                           payload=b"R" * 64)
+    return data_packet(OP["ATOMIC_RESP"], epoch=epoch, psn=psn, dsn=dsn,
+                       dst=dst, src=src, msn=msn, msg_len=8)
+
+
+def cmd_inject(args):
+    """Forged --op segments (SENDs, READ responses or atomic responses) to
+    every QP of --dev that the transfer from --src uses, MSNs brute-forced
+    (--msns of them per QP: the first ones and random ones): off-path,
+    each with a fresh epoch; on-path, in --dev's epoch for --src (from its
+    telemetry) but with DSNs outside its window, far ahead (--repeat) and
+    long settled (--repeat)."""
+    qps = live_qps(args.dev)[:16]
+    rx = wait_peer(args.dev, args.src, args.dst)
+    tx = wait_peer(args.peer_dev, args.dst, args.src, receiving=False)
+    live = int(rx["rx_epoch"], 16)
+    una, nxt = int(tx["dsn_una"], 16), int(tx["dsn_nxt"], 16)
+    msns = list(range(args.msns // 2)) + \
+        [random.getrandbits(24) for _ in range(args.msns - args.msns // 2)]
+    off = []
+    for qpn, peer in qps:
+        for msn in msns:
+            e = fresh_epoch((live,))
+            off.append((f"{args.op} off-path", inject_packet(
+                args.op, e, e, random.getrandbits(32), qpn, peer, msn)))
+    psn = (live - (1 << 20)) & 0xffffffff
+    ahead, behind = [], []
+    for i in range(args.repeat):
+        qpn, peer = qps[i % len(qps)]
+        msn = msns[i % len(msns)]
+        ahead.append((f"{args.op} ahead", inject_packet(
+            args.op, live, psn, (nxt + 100000 + i) & 0xffffffff, qpn, peer,
+            msn)))
+        behind.append((f"{args.op} behind", inject_packet(
+            args.op, live, psn, (una - 100000 - i) & 0xffffffff, qpn, peer,
+            msn)))
+    print(f"qps {len(qps)}")
+    print(f"offpath {send_all(args, off)}")
+    print(f"ahead {send_all(args, ahead)}")
+    print(f"behind {send_all(args, behind)}")
+
+
+def cmd_acks(args):
+    """ACKs to --dst, the sender of a live connection from --src, that
+    carry Rate Hints: 1 Mbit/s, 2^32 - 1 and 0 (no hint), in turn, for
+    --seconds in all, one every --interval ms. On-path: in the ACK Epoch
+    that sender uses (its telemetry), no blocks, a DSN Cumulative it has
+    passed (it acknowledges nothing); off-path: as many with a fresh ACK
+    Epoch each. Samples the sender's window and hint meanwhile."""
+    if not args.netns:
+        sys.exit("hostile.py: --netns is needed")
+    tx = wait_peer(args.dev, args.src, args.dst, receiving=False)
+    own = int(tx["epoch"], 16)
+    their = int(tx["rx_epoch"], 16) or fresh_epoch()
+    cum = int(tx["dsn_una"], 16)
+    print(f"window_before {tx['window']}")
+    sock = netns_socket(args.netns, args.src)
+    hints = (1, 0xffffffff, 0)
+    onpath = offpath = hint_one = 0
+    windows = []
+    end = time.monotonic() + args.seconds
+    i = 0
+    while time.monotonic() < end:
+        hint = hints[min(int(3 * (1 - (end - time.monotonic()) /
+                                  args.seconds)), 2)]
+        sock.sendto(ack(epoch=their, ack_epoch=own, dsn_cum=cum,
+                        rate=hint), (args.dst, args.port))
+        onpath += 1
+        sock.sendto(ack(epoch=their, ack_epoch=fresh_epoch((own,)),
+                        dsn_cum=cum, rate=hint), (args.dst, args.port))
+        offpath += 1
+        i += 1
+        if i % 10 == 0:
+            e = peer_entry(args.dev, args.src, args.dst)
+            if e:
+                windows.append(int(e["window"]))
+                hint_one += int(hint == 1 and e["hint_rx"] == "1")
+        time.sleep(args.interval / 1000)
+    sock.close()
+    print(f"hint_one_seen {hint_one}")
+    print(f"min_window {min(windows) if windows else 0}")
+    print(f"max_window {max(windows) if windows else 0}")
+    print(f"offpath {offpath}")
+    print(f"sent {onpath}")
+
+
+def junk_source():
+    """A unicast IPv4 address no host of the test has: 11.0.0.0 to
+    99.255.255.255."""
+    return socket.inet_ntoa(struct.pack(">I", random.randrange(
+        11 << 24, 100 << 24)))
+
+
+def cmd_junk(args):
+    """A flood from --sources addresses nobody has (raw socket, forged
+    sources and ports): well-formed WRITEs of 1 KiB and PROBEs with SYN,
+    --count datagrams sent back to back, more than the receiver's backlog
+    holds."""
+    sock = netns_socket(args.netns, None, raw=True)
+    sources = [(junk_source(), random.randrange(1024, 65536))
+               for _ in range(args.sources)]
+    pkts = []
+    for i, src in enumerate(sources):
+        e = fresh_epoch()
+        if i % 4 == 3:
+            pkts.append(probe(epoch=e, psn=e, flags=F["SYN"] | F["ACKREQ"],
+                              syn_dsn=e))
+        else:
+            pkts.append(data_packet(OP["WRITE"], epoch=e, psn=e, dsn=e,
+                                    payload=b"J" * 1024))
+    datagrams = [spoofed_udp(src, args.dst, sport, args.port, pkt)
+                 for (src, sport), pkt in zip(sources, pkts)]
+    n = 0
+    while n < args.count:
+        for d in datagrams:
+            sock.sendto(d, (args.dst, 0))
+        n += len(datagrams)
+    sock.close()
+    print(f"sources {len(sources)}")
+    print(f"sent {n}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--wire", required=True, help="path of mr_wire.h")
@@ -1173,10 +1406,21 @@ def main():
     p.add_argument("--forger", help="hijack: the forge command line, "
                    "without the QPNs")
     p.add_argument("--after-cleanup", action="store_true")
+    p.add_argument("--stop-file", help="synflood: flood while it exists")
+    p.add_argument("--op", choices=("send", "read_resp", "atomic_resp"),
+                   default="send", help="inject: what to forge")
+    p.add_argument("--msns", type=int, default=32,
+                   help="inject: MSNs per QP, off-path")
+    p.add_argument("--sources", type=int, default=256,
+                   help="junk: source addresses")
+    p.add_argument("--count", type=int, default=10000,
+                   help="junk: datagrams")
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("command", choices=("malformed", "valid", "ud", "epoch",
                                        "dsn", "victim", "isolation", "forge",
-                                       "hijack", "ssn", "segments", "srq"))
+                                       "hijack", "ssn", "segments", "srq",
+                                       "synflood", "inject", "acks",
+                                       "junk"))
     args = p.parse_args()
     load_wire(args.wire)
     globals()["cmd_" + args.command](args)

@@ -47,6 +47,36 @@
 #                       held when the QP fails completes flushed: each of
 #                       the SRQ's receives completes exactly once
 #
+# Then the attacks from first contact on (issue 25), against a second
+# verified transfer: mr_mixed on an SRQ (WRITE, SEND, READ, atomics, every
+# byte, READ and atomic result checked), run after run from A's address
+# .12 until the attacks are over:
+#
+#   syn_flood_before_pair   SYNs of fresh epochs from new source ports,
+#                           from before B knows .12 until the transfer is
+#                           well under way: an unprivileged process on A
+#                           and an off-path host spoofing .12 towards B,
+#                           an unprivileged process on B towards A; every
+#                           one dropped (no_conn, then epoch with a
+#                           challenge each), no epoch ever adopted
+#   forged_sends_dropped    SENDs to B's transfer QPs, MSNs brute-forced:
+#                           off-path (fresh epochs: drop_epoch), on-path
+#                           (B's epoch, DSNs far ahead: drop_dsn_window,
+#                           long settled: drop_duplicate)
+#   forged_responses_dropped  the same with READ and atomic responses to
+#                           A's QPs, which always have READs and atomics
+#                           outstanding
+#   rate_hints_forged       ACKs to A with Rate Hints 1 Mbit/s, 2^32 - 1
+#                           and 0: off-path ones dropped (epoch), on-path
+#                           ones count (protocol.rst, section 11) and A
+#                           keeps completing messages under them
+#   junk_flood_dropped      10000 datagrams back to back from 256 sources
+#                           nobody has: each is no_conn or lost to a full
+#                           receive queue (rx_drop_backlog), none makes a
+#                           connection
+#   attacks_leave_nothing   every connection is collected once idle, no RC
+#                           QP is left, the module unloads
+#
 # The first subtest runs the transfer and the attacks; the others check
 # what B counted for each kind. The transfer must pass (every byte checked,
 # no failed completion), each kind must be dropped and counted under its
@@ -78,6 +108,15 @@ NOBODY=65534
 SSN_IP=10.9.2.9
 SEGMENTS_IP=10.9.2.10
 SRQ_IP=10.9.2.11
+# From first contact on: a second transfer, mr_mixed on an SRQ (every
+# READ, atomic result and received byte checked), from an address of A's
+# that B has never heard of when the floods start.
+MIXED=$MR_TOP/build/userspace/tools/mr_mixed
+MIXED_IP=10.9.2.12
+MIXED_PORT=18581
+# One run: a few seconds under TCG; they follow each other until the
+# attacks are over.
+MIXED_ARGS=(-q 8 -n 500 -D 8 -m 4096 --srq -S 25 -t 250)
 
 [[ -x $TOOL ]] || mr_skip_all "$TOOL is missing: run make userspace"
 "$PYTHON" -c 'import pyverbs.qp' 2>/dev/null ||
@@ -102,6 +141,7 @@ setup() {
 	ip -n "$MR_A_NS" addr add "$SSN_IP/24" dev "$MR_A_IF"
 	ip -n "$MR_A_NS" addr add "$SEGMENTS_IP/24" dev "$MR_A_IF"
 	ip -n "$MR_A_NS" addr add "$SRQ_IP/24" dev "$MR_A_IF"
+	ip -n "$MR_A_NS" addr add "$MIXED_IP/24" dev "$MR_A_IF"
 	assert_wait "$MR_A_DEV has a GID for $VICTIM_IP" 10 \
 		mr_gid_index "$MR_A_DEV" "$VICTIM_IP"
 	[[ -r /sys/kernel/debug/metaroce/$MR_B_DEV/peers ]] ||
@@ -458,6 +498,304 @@ srq_receives_once() {
 	assert_eq "successful ones" 5 "$(sent srq srq_ok)"
 }
 
+# --- from first contact on: a second verified transfer under attack ------------
+
+# snap NAME: both devices' counters, as $STATE/NAME.A and $STATE/NAME.B.
+snap() {
+	mr_stats "$MR_A_DEV" >"$STATE/$1.A"
+	mr_stats "$MR_B_DEV" >"$STATE/$1.B"
+}
+
+# d FROM TO SIDE COUNTER...: the sum of COUNTERs' growth on SIDE (A or B)
+# between snapshots FROM and TO.
+d() {
+	local from=$1 to=$2 side=$3 c sum=0
+	shift 3
+	for c; do
+		sum=$((sum + $(mr_stat_delta "$STATE/$from.$side" \
+			"$STATE/$to.$side" "$c")))
+	done
+	echo "$sum"
+}
+
+# B's connection from $MIXED_IP, and A's to B from it.
+mixed_peer_b() {
+	grep -qE "^peer ::ffff:$MIXED_IP local ::ffff:$MR_B_IP " \
+		"/sys/kernel/debug/metaroce/$MR_B_DEV/peers"
+}
+mixed_on() {
+	grep -qE "^peer ::ffff:$MIXED_IP local ::ffff:$MR_B_IP qps [1-9].* rx_epoch 0*[1-9a-f]" \
+		"/sys/kernel/debug/metaroce/$MR_B_DEV/peers" &&
+		grep -qE "^peer ::ffff:$MR_B_IP local ::ffff:$MIXED_IP qps [1-9].* rx_epoch 0*[1-9a-f]" \
+			"/sys/kernel/debug/metaroce/$MR_A_DEV/peers"
+}
+
+# connections DEV: how many connection objects DEV holds.
+connections() {
+	awk '$1 == "connections" { print $2 }' \
+		"/sys/kernel/debug/metaroce/$1/peers"
+}
+
+# struck NAME...: each flood NAME has sent its first round.
+struck() {
+	local name
+	for name; do
+		grep -q '^struck 1$' "$STATE/$name" || return 1
+	done
+}
+
+# flood NAME LAUNCHER ARGS...: hostile.py synflood in the background, run
+# by the command line LAUNCHER, while $FLOODING exists; its output goes to
+# $STATE/NAME.
+flood() {
+	local name=$1 launcher=$2
+	shift 2
+	# shellcheck disable=SC2086 # LAUNCHER is a command line
+	$launcher --wire "$MR_TOP/include/metaroce/mr_wire.h" \
+		--port "$(mr_udp_port)" --stop-file "$FLOODING" --seconds 400 \
+		--interval 20 "$@" synflood >"$STATE/$name" 2>&1 &
+	FLOOD_PIDS+=($!)
+	mr_defer kill "$!"
+}
+
+# mixed_runs A_GIDX: mr_mixed between $MIXED_IP (GID index A_GIDX) and B,
+# run after run while $ATTACKING exists, each checked (every byte, READ,
+# atomic result and completion); non-zero at the first that fails.
+mixed_runs() {
+	local n=0
+	while ((n == 0)) || [[ -e $ATTACKING ]]; do
+		MR_PAIR_TIMEOUT=300 MR_PAIR_TRIES=1 mr_pair "mixed$n" \
+			"tcp:$MIXED_PORT" \
+			"$MIXED" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$MIXED_PORT" \
+			"${MIXED_ARGS[@]}" -- \
+			"$MIXED" -d "$MR_A_DEV" -g "$1" -p "$MIXED_PORT" \
+			"${MIXED_ARGS[@]}" "$MR_B_IP" || return 1
+		grep -h "^mr_mixed: OK" "$MR_TMP/mixed$n.client" \
+			"$MR_TMP/mixed$n.server"
+		n=$((n + 1))
+	done
+}
+
+# The attacks run against mr_mixed between $MIXED_IP and B. SYN floods of
+# fresh epochs start before it: an unprivileged process on A (from A's
+# address) and an off-path host spoofing it, both towards B, and an
+# unprivileged process on B towards A; they go on while the QPs connect
+# and the data moves. Then, in the transfer, forged SENDs to B's QPs and
+# forged READ and atomic responses to A's (which has READs and atomics
+# outstanding all the time), MSNs brute-forced, off-path (fresh epochs)
+# and on-path (the epoch, but DSNs outside the window). After the SYN
+# floods, ACKs to A whose Rate Hints say 1 Mbit/s, 2^32 - 1 and nothing,
+# on-path and off-path, then a flood from 256 junk sources, back to back.
+attack_first_contact() {
+	local pid p rc=0 nobody_a nobody_b a_gidx
+	[[ -x $MIXED ]] || mr_fail "$MIXED is missing: run make userspace"
+	assert_wait "$MR_A_DEV has a GID for $MIXED_IP" 10 \
+		mr_gid_index "$MR_A_DEV" "$MIXED_IP"
+	a_gidx=$(mr_gid_index "$MR_A_DEV" "$MIXED_IP")
+	! mixed_peer_b || mr_fail "B knows $MIXED_IP before the attack"
+	nobody_a="ip netns exec $MR_A_NS setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups $PYTHON $HOSTILE"
+	nobody_b="ip netns exec $MR_B_NS setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups $PYTHON $HOSTILE"
+	# Where the unprivileged floods can see it.
+	FLOODING=$(mktemp /tmp/mr-flooding.XXXXXX)
+	chmod 644 "$FLOODING"
+	mr_defer rm -f "$FLOODING"
+	FLOOD_PIDS=()
+	snap start
+	flood syn_local "$nobody_a" --src "$MIXED_IP" --dst "$MR_B_IP"
+	flood syn_spoofed "ip netns exec $SPOOF_NS $PYTHON $HOSTILE --raw" \
+		--src "$MIXED_IP" --dst "$MR_B_IP"
+	flood syn_to_a "$nobody_b" --src "$MR_B_IP" --dst "$MIXED_IP"
+	assert_wait "the floods strike" 60 struck syn_local syn_spoofed syn_to_a
+	sleep 1
+	! mixed_peer_b || mr_fail "B made a connection for the floods"
+	# The transfer: mr_mixed runs, one after the other, until the attacks
+	# are over (a run's QPs are new, its connection the same).
+	ATTACKING=$FLOODING.attacking
+	touch "$ATTACKING"
+	mr_defer rm -f "$ATTACKING"
+	snap paired
+	mixed_runs "$a_gidx" >"$STATE/transfer2" 2>&1 &
+	pid=$!
+	mr_defer kill "$pid"
+	assert_wait "the transfer's connections are up" 120 mixed_on
+	snap inject
+
+	hostile inject --src "$MIXED_IP" --dev "$MR_B_DEV" \
+		--peer-dev "$MR_A_DEV" --op send --msns 24 --repeat 20
+	mv "$STATE/inject" "$STATE/inject_send"
+	hostile inject --netns "$MR_B_NS" --src "$MR_B_IP" --dst "$MIXED_IP" \
+		--dev "$MR_A_DEV" --peer-dev "$MR_B_DEV" --op read_resp \
+		--msns 24 --repeat 20
+	mv "$STATE/inject" "$STATE/inject_read"
+	hostile inject --netns "$MR_B_NS" --src "$MR_B_IP" --dst "$MIXED_IP" \
+		--dev "$MR_A_DEV" --peer-dev "$MR_B_DEV" --op atomic_resp \
+		--msns 24 --repeat 20
+	mv "$STATE/inject" "$STATE/inject_atomic"
+	snap floods
+	rm -f "$FLOODING"
+	for p in "${FLOOD_PIDS[@]}"; do
+		wait "$p" || mr_fail "a SYN flood failed: $(cat "$STATE"/syn_*)"
+	done
+	# The ACKs after the floods: nothing else draws drop_epoch from A.
+	snap acks
+	hostile acks --netns "$MR_B_NS" --src "$MR_B_IP" --dst "$MIXED_IP" \
+		--dev "$MR_A_DEV" --seconds 3 --interval 2
+	snap junk
+	connections "$MR_B_DEV" >"$STATE/connections.before"
+	hostile junk --netns "$SPOOF_NS" --src "$SPOOF_IP" --count 10000
+	connections "$MR_B_DEV" >"$STATE/connections.after"
+	snap end_of_attacks
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "transfer_outlasted 1" >"$STATE/outlasted"
+	else
+		echo "transfer_outlasted 0" >"$STATE/outlasted"
+	fi
+	rm -f "$ATTACKING"
+	wait "$pid" || rc=$?
+	sed 's/^/transfer: /' "$STATE/transfer2"
+	((rc == 0)) || mr_fail "the transfer failed under attack (exit status $rc)"
+	mr_log "mr_mixed ran $(($(grep -c "^mr_mixed: OK" "$STATE/transfer2") / 2))" \
+		"times, client and server OK each time"
+	snap after
+}
+
+# attacked2: attack_first_contact ran to its end.
+attacked2() {
+	[[ -f $STATE/after.B ]] ||
+		mr_fail "no counters after the attack (see attack_first_contact)"
+	assert_eq "the transfer was running until the attacks ended" 1 \
+		"$(rec outlasted transfer_outlasted)"
+}
+
+# The floods' packets were all dropped, before B knew $MIXED_IP (no_conn)
+# or after (epoch; each SYN of at least 32 bytes drew a challenge); none
+# made B or A take its epoch (a real one is restored only after a forged
+# one was adopted).
+syn_flood() {
+	local to_b to_a got lost name side n
+	attacked2
+	for name in syn_local syn_spoofed syn_to_a; do
+		[[ -n $(rec "$name" sent) ]] || mr_fail "$name reported nothing"
+		mr_log "$name: $(rec "$name" sent) SYNs from $(rec "$name" ports) source ports"
+		(($(rec "$name" ports) >= 20)) ||
+			mr_fail "$name: only $(rec "$name" ports) rounds before the transfer's end"
+	done
+	assert_eq "uid of the flood from A" "$NOBODY" "$(rec syn_local uid)"
+	got=$(d start paired B drop_no_conn rx_drop_no_conn)
+	mr_log "B: before the transfer began, $got of them dropped as from no connection"
+	((got >= 1)) || mr_fail "the floods did not strike before the transfer began"
+	to_b=$(($(rec syn_local sent) + $(rec syn_spoofed sent)))
+	to_a=$(rec syn_to_a sent)
+	for side in B A; do
+		if [[ $side == B ]]; then n=$to_b; else n=$to_a; fi
+		# hellos_rx: a PROBE with SYN and no cookie (the floods' carry a
+		# random one, so are drop_epoch, but 0 is a cookie too).
+		got=$(d start acks $side drop_epoch hellos_rx drop_no_conn \
+			rx_drop_no_conn)
+		lost=$(d start acks $side rx_drop_backlog)
+		mr_log "$side: flooded with $n SYNs; drop_epoch + hellos_rx + no_conn +$got," \
+			"challenges +$(d start acks $side resets_tx)," \
+			"rx_drop_backlog +$lost"
+		((got >= n - lost)) ||
+			mr_fail "$side: $got drops for $n forged SYNs ($lost lost)"
+		(($(d start acks $side resets_tx) >= 1)) ||
+			mr_fail "$side: no challenge drawn (the flood missed the connection)"
+		assert_eq "$side: epochs restored (a forged one was adopted)" 0 \
+			"$(d start after $side epoch_restored)"
+	done
+}
+
+# inj_check SIDE WHAT FILE...: what hostile.py inject's FILEs sent, against
+# SIDE's drops between the snapshots inject and floods.
+inj_check() {
+	local side=$1 what=$2 f off=0 ahead=0 behind=0 lost got
+	shift 2
+	for f; do
+		off=$((off + $(rec "$f" offpath)))
+		ahead=$((ahead + $(rec "$f" ahead)))
+		behind=$((behind + $(rec "$f" behind)))
+	done
+	lost=$(d inject floods "$side" rx_drop_backlog)
+	mr_log "$what: off-path $off (drop_epoch +$(d inject floods "$side" drop_epoch))," \
+		"ahead $ahead (drop_dsn_window +$(d inject floods "$side" drop_dsn_window))," \
+		"behind $behind (drop_duplicate +$(d inject floods "$side" drop_duplicate))," \
+		"rx_drop_backlog +$lost"
+	(($(d inject floods "$side" drop_epoch) >= off - lost)) ||
+		mr_fail "$what: off-path ones not all dropped for their epoch"
+	got=$(d inject floods "$side" drop_dsn_window)
+	((got <= ahead && got >= ahead - lost)) ||
+		mr_fail "$what: drop_dsn_window +$got, expected $ahead"
+	(($(d inject floods "$side" drop_duplicate) >= behind - lost)) ||
+		mr_fail "$what: settled ones not all dropped as duplicates"
+}
+
+# SENDs to B's QPs; and READ and atomic responses to A's, which has READs
+# and atomics outstanding: nothing lands (mr_mixed checked every receive,
+# READ and atomic result) and each is dropped under its reason.
+forged_sends() {
+	attacked2
+	inj_check B "forged SENDs" inject_send
+}
+forged_responses() {
+	attacked2
+	inj_check A "forged READ and atomic responses" inject_read inject_atomic
+}
+
+# The off-path ACKs are dropped; the on-path ones count (protocol.rst,
+# section 11: whoever sees the epoch can set the Rate Hint until the next
+# real ACK) but A kept completing messages under them.
+rate_hints() {
+	local on off
+	attacked2
+	on=$(rec acks sent) off=$(rec acks offpath)
+	mr_log "ACKs with Rate Hints 1, 2^32-1, 0: on-path $on (acks_rx" \
+		"+$(d acks junk A acks_rx)), off-path $off (drop_epoch" \
+		"+$(d acks junk A drop_epoch)); A's window" \
+		"$(rec acks window_before) before, then" \
+		"$(rec acks min_window)..$(rec acks max_window), the forged hint 1" \
+		"seen in force $(rec acks hint_one_seen) times; A completed" \
+		"$(d acks junk A messages_done_tx) messages meanwhile"
+	(($(d acks junk A acks_rx) >= on - $(d acks junk A rx_drop_backlog))) ||
+		mr_fail "the on-path ACKs did not count"
+	(($(d acks junk A drop_epoch) >= off - $(d acks junk A rx_drop_backlog))) ||
+		mr_fail "the off-path ACKs were not all dropped"
+	(($(d acks junk A messages_done_tx) > 0)) ||
+		mr_fail "A's sender stalled under forged Rate Hints"
+}
+
+# Every junk datagram was dropped as from no connection, or lost when B's
+# receive queue was full (rx_drop_backlog), and B made no connection for
+# any of them. (Under TCG, a sender in Python does not outrun B: each
+# datagram is received in the softirq that follows its sending, and the
+# queue never fills; in the runs so far rx_drop_backlog stayed at 0.)
+junk_flood() {
+	local n got lost
+	attacked2
+	n=$(rec junk sent)
+	got=$(d junk end_of_attacks B rx_drop_no_conn drop_no_conn)
+	lost=$(d junk end_of_attacks B rx_drop_backlog)
+	mr_log "junk from $(rec junk sources) sources: sent $n; no_conn +$got," \
+		"rx_drop_backlog +$lost; B's connections" \
+		"$(<"$STATE/connections.before") -> $(<"$STATE/connections.after")"
+	((got <= n && got + lost >= n)) ||
+		mr_fail "no_conn +$got and rx_drop_backlog +$lost for $n datagrams"
+	(($(<"$STATE/connections.after") <= $(<"$STATE/connections.before"))) ||
+		mr_fail "B made connections for junk sources"
+}
+
+# What the attacks leave: every connection is collected once idle, no QP
+# is left, and the module unloads (its devices with it).
+leaves_nothing() {
+	local qps
+	attacked2
+	assert_wait "every connection collected" 60 no_peers
+	qps=$(rdma resource show qp 2>/dev/null |
+		grep -cE "link ($MR_A_DEV|$MR_B_DEV)/.* type RC" || true)
+	assert_eq "RC QPs left" 0 "$qps"
+	mr_netns_kill "$MR_A_NS" "$MR_B_NS" "$SPOOF_NS"
+	mr_mod_unload || mr_fail "$MR_MOD does not unload after the attacks"
+}
+
 mr_setup two_hosts setup
 mr_run attack_during_transfer attack
 mr_run malformed_dropped malformed
@@ -473,4 +811,11 @@ mr_run first_contact_after_cleanup after_cleanup
 mr_run ssn_out_of_place ssn_out_of_place
 mr_run duplicate_segment duplicate_segment
 mr_run srq_receives_once srq_receives_once
+mr_run attack_from_first_contact attack_first_contact
+mr_run syn_flood_before_pair syn_flood
+mr_run forged_sends_dropped forged_sends
+mr_run forged_responses_dropped forged_responses
+mr_run rate_hints_forged rate_hints
+mr_run junk_flood_dropped junk_flood
+mr_run attacks_leave_nothing leaves_nothing
 mr_done
