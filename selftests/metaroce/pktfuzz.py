@@ -107,6 +107,12 @@ class Sniffer(threading.Thread):
         self.frames = []
         self.recording = False
         self.cookies = {}	# unknown epoch -> cookie, RESETs to WATCH
+        # What the real sender at WATCH sends (not the fuzzer, whose
+        # source port is ignore): its latest DSN, the latest MSN to each
+        # QPN.
+        self.ignore = None
+        self.dsn = None
+        self.msns = {}
         self.stop = threading.Event()
         self.lock = threading.Lock()
 
@@ -127,6 +133,20 @@ class Sniffer(threading.Thread):
                         p[1] == H.OP.get("RESET"):
                     ep, ck = struct.unpack_from(">IQ", p, 20)
                     self.cookies[ep] = ck
+                if u[0] == self.watch and u[2] != self.ignore and \
+                        len(p) >= 36 and H.OP["WRITE"] <= p[1] <= H.OP["NOP"]:
+                    self.track(p)
+
+    def track(self, p):
+        dst, _, dsn, msn = struct.unpack_from(">IIII", p, 20)
+        if self.dsn is None or (dsn - self.dsn) & M32 < 1 << 31:
+            self.dsn = dsn
+        msn &= 0xffffff
+        old = self.msns.get(dst)
+        if p[1] in (H.OP["READ_RESP"], H.OP["ATOMIC_RESP"], H.OP["NOP"]):
+            return	# a response's MSN is the requester's
+        if old is None or (msn - old) & 0xffffff < 1 << 23:
+            self.msns[dst] = msn
 
     def cookie(self, epoch, timeout):
         deadline = time.monotonic() + timeout
@@ -442,6 +462,22 @@ def retarget(p, epoch, dsn, psn, syn=None):
     return p
 
 
+def fresh_msn(p, sn, r):
+    """A request's MSN made one its QP has not seen yet (just above what
+    the real sender sent it last), so that it gets past the duplicate
+    check to the QP."""
+    if len(p) < 36 or not H.OP["WRITE"] <= p[1] <= H.OP["FETCH_ADD"] or \
+            p[1] == H.OP["READ_RESP"]:
+        return
+    q = struct.unpack_from(">I", p, 20)[0]
+    with sn.lock:
+        m = sn.msns.get(q)
+    if m is None:
+        return
+    m = (m + r.randrange(1, 8)) & 0xffffff
+    p[33:36] = m.to_bytes(3, "big")
+
+
 def hello(epoch):
     """A new sender's first packet: PROBE, SYN, ACKREQ, cookie 0."""
     words = struct.pack(">IQ", epoch, 0)
@@ -585,6 +621,7 @@ def cmd_fuzz(args):
     mut = Mutator(seed, corpus, qpns, keys, regions)
     view = View(args)
     sock = H.netns_socket(args.netns, args.src)
+    sn.ignore = sock.getsockname()[1]
     dst = (args.dst, args.port)
     n = in_epoch = own = 0
     takeovers = cookies = 0
@@ -618,6 +655,8 @@ def cmd_fuzz(args):
         for _ in range(16):
             p = mut.pick()
             x = mut.r.random()
+            if x < 0.6:
+                fresh_msn(p, sn, mut.r)
             if own_epoch is not None and now < own_until and x < 0.6:
                 retarget(p, own_epoch, own_dsn, own_psn,
                          syn=(own_epoch, own_cookie))
@@ -626,7 +665,9 @@ def cmd_fuzz(args):
                 own += 1
             elif view.epoch and x < 0.5:
                 k = (k + 1) % 64
-                retarget(p, view.epoch, (view.dsn + k) & M32,
+                with sn.lock:
+                    base = view.dsn if sn.dsn is None else sn.dsn + 1
+                retarget(p, view.epoch, (base + k) & M32,
                          (view.epoch - (1 << 20) + mut.r.randrange(64))
                          & M32)
                 in_epoch += 1
