@@ -24,8 +24,11 @@ from hostile.py (which reads include/metaroce/mr_wire.h).
           receiver's challenge (the RESET to --src, seen on --iface) and
           puts the cookie in SYN packets of that epoch. Meanwhile its
           pairs keep moving data (their errors are legitimate: the packets
-          are in their connection). Seeded: --seed (printed) reproduces
-          the sequence of mutations (not the timing).
+          are in their connection). Every --round-seconds the pairs are
+          destroyed (under the fuzzing) and new ones made, captured and
+          fuzzed in turn. Seeded: --seed (printed) reproduces the
+          sequence of mutations (not the timing, nor what the capture
+          holds).
   replay  captures --capture-seconds of a live connection (--src to --dst,
           another test's transfer), then for --seconds sends, from --src,
           exact copies of its packets from --src (stale: every one is a
@@ -588,67 +591,61 @@ def real_traffic(a, b):
     return st
 
 
-def cmd_fuzz(args):
-    seed = args.seed if args.seed is not None else random.getrandbits(32)
-    print(f"seed {seed}", flush=True)
-    sn = Sniffer(args.netns, args.iface, args.port, args.src)
-    sn.start()
-    sn.recording = True
+def capture_round(args, sn, tot, pcap):
+    """New QP pairs; their real traffic captured to PCAP and read back.
+    Returns the pairs and the corpus."""
+    with sn.lock:
+        sn.frames = []
+        sn.msns = {}
+        sn.recording = True
     a, b = make_pairs(args)
     st = real_traffic(a, b)
     e = a[0].e
-    bad = [s for s in st if s != e.IBV_WC_SUCCESS]
-    print(f"real_completions {len(st)}")
-    print(f"real_failed {len(bad)}")
+    tot["real_completions"] += len(st)
+    tot["real_failed"] += sum(1 for s in st if s != e.IBV_WC_SUCCESS)
     time.sleep(0.5)
     with sn.lock:
         sn.recording = False
         frames = list(sn.frames)
-    write_pcap(args.pcap, frames)
-    corpus = corpus_from(read_pcap(args.pcap), args.port)
-    ops = {}
+    write_pcap(pcap, frames)
+    corpus = corpus_from(read_pcap(pcap), args.port)
     for p in corpus:
         name = next((k for k, v in H.OP.items() if v == p[1]), hex(p[1]))
-        ops[name] = ops.get(name, 0) + 1
-    print("corpus " + " ".join(f"{k}={v}" for k, v in sorted(ops.items())))
-    print(f"corpus_packets {len(corpus)}")
+        tot["ops"][name] = tot["ops"].get(name, 0) + 1
+    tot["corpus_packets"] += len(corpus)
     if not corpus:
         sys.exit("pktfuzz.py: nothing captured")
+    return a, b, corpus
 
-    qpns = live_qpns(args.b_dev) + [s.qp.qp_num for s in a + b]
-    keys = [s.mr.rkey for s in a + b] + [s.mr.lkey for s in a + b]
-    regions = [(s.mr.buf, s.SIZE) for s in (a[0], b[0], b[2])]
-    mut = Mutator(seed, corpus, qpns, keys, regions)
+
+def fuzz_round(args, sn, sock, a, b, mut, seconds, tot):
+    """Mutants of MUT's corpus to --dst for SECONDS, while the pairs A, B
+    move data."""
+    e = a[0].e
     view = View(args)
-    sock = H.netns_socket(args.netns, args.src)
-    sn.ignore = sock.getsockname()[1]
     dst = (args.dst, args.port)
-    n = in_epoch = own = 0
-    takeovers = cookies = 0
     own_epoch = own_cookie = None
     own_dsn = own_psn = 0
     own_until = 0
     k = 0
-    real_ops = real_bad = 0
     next_real = 0
-    end = time.monotonic() + args.seconds
+    end = time.monotonic() + seconds
     next_takeover = time.monotonic() + 3
-    adopted = set()
     while time.monotonic() < end:
         view.refresh()
         if own_epoch is not None and view.epoch == own_epoch:
-            adopted.add(own_epoch)
+            tot["adopted_epochs"].add(own_epoch)
         now = time.monotonic()
         if now >= next_takeover:
             # An epoch of our own: hello, challenge, SYN with the cookie.
             next_takeover = now + mut.r.uniform(3, 8)
             ep = mut.r.getrandbits(32) | 1
             sock.sendto(hello(ep), dst)
-            n += 1
-            takeovers += 1
+            tot["sent"] += 1
+            tot["takeovers"] += 1
             ck = sn.cookie(ep, 1.0)
             if ck is not None:
-                cookies += 1
+                tot["cookies"] += 1
                 own_epoch, own_cookie = ep, ck
                 own_dsn, own_psn = ep, ep
                 own_until = now + mut.r.uniform(1, 3)
@@ -662,7 +659,7 @@ def cmd_fuzz(args):
                          syn=(own_epoch, own_cookie))
                 own_dsn = (own_dsn + 1) & M32
                 own_psn = (own_psn + 1) & M32
-                own += 1
+                tot["own_epoch"] += 1
             elif view.epoch and x < 0.5:
                 k = (k + 1) % 64
                 with sn.lock:
@@ -670,14 +667,14 @@ def cmd_fuzz(args):
                 retarget(p, view.epoch, (base + k) & M32,
                          (view.epoch - (1 << 20) + mut.r.randrange(64))
                          & M32)
-                in_epoch += 1
+                tot["in_epoch"] += 1
             mut.mutant(p)
             try:
                 sock.sendto(bytes(p), dst)
-                n += 1
+                tot["sent"] += 1
                 if mut.r.random() < 0.05:	# a duplicate, at once
                     sock.sendto(bytes(p), dst)
-                    n += 1
+                    tot["sent"] += 1
                     mut.count("duplicate")
             except OSError as err:	# e.g. longer than the MTU allows
                 mut.count(f"send_{err.errno}")
@@ -685,36 +682,71 @@ def cmd_fuzz(args):
             # The pairs keep moving data (their errors are legitimate).
             next_real = now + 0.2
             for i, (x, y) in enumerate(zip(a, b)):
-                for wr_id, status, _ in x.poll():
+                for _, status, _ in x.poll():
                     x.out -= 1
-                    real_bad += status != e.IBV_WC_SUCCESS
-                for _ in y.poll():
-                    pass
+                    tot["pair_failed"] += status != e.IBV_WC_SUCCESS
+                y.poll()
                 if x.out < 2 and x.state() == e.IBV_QPS_RTS:
                     try:
                         x.post(y, mut.r.choice((e.IBV_WR_RDMA_WRITE,
                                                 e.IBV_WR_RDMA_READ)),
                                mut.r.randrange(0, 32768, 8), 512, wr_id=i)
-                        real_ops += 1
+                        tot["pair_ops"] += 1
                     except Exception:	# pyverbs: QP went to error
                         pass
         time.sleep(0.004)
+    for k_, v in mut.stats.items():
+        tot["mutations"][k_] = tot["mutations"].get(k_, 0) + v
+
+
+def cmd_fuzz(args):
+    """Rounds of --round-seconds: new QP pairs, their traffic captured,
+    then mutants of it; the pairs are destroyed under the fuzzing."""
+    seed = args.seed if args.seed is not None else random.getrandbits(32)
+    print(f"seed {seed}", flush=True)
+    sn = Sniffer(args.netns, args.iface, args.port, args.src)
+    sn.start()
+    sock = H.netns_socket(args.netns, args.src)
+    sn.ignore = sock.getsockname()[1]
+    tot = {"real_completions": 0, "real_failed": 0, "corpus_packets": 0,
+           "ops": {}, "mutations": {}, "takeovers": 0, "cookies": 0,
+           "in_epoch": 0, "own_epoch": 0, "adopted_epochs": set(),
+           "pair_ops": 0, "pair_failed": 0, "qps_in_error": 0, "sent": 0}
+    end = time.monotonic() + args.seconds
+    rounds = 0
+    while rounds == 0 or end - time.monotonic() > 5:
+        rounds += 1
+        pcap = args.pcap if rounds == 1 else \
+            f"{args.pcap.removesuffix('.pcap')}.{rounds}.pcap"
+        a, b, corpus = capture_round(args, sn, tot, pcap)
+        qpns = live_qpns(args.b_dev) + [s.qp.qp_num for s in a + b]
+        keys = [s.mr.rkey for s in a + b] + [s.mr.lkey for s in a + b]
+        regions = [(s.mr.buf, s.SIZE) for s in (a[0], b[0], b[2])]
+        mut = Mutator(f"{seed}.{rounds}", corpus, qpns, keys, regions)
+        fuzz_round(args, sn, sock, a, b, mut,
+                   min(args.round_seconds, end - time.monotonic()), tot)
+        e = a[0].e
+        tot["qps_in_error"] += sum(1 for s in a + b
+                                   if s.state() == e.IBV_QPS_ERR)
+        for s in b[::-1] + a[::-1]:
+            s.close()
+        if rounds > 1 and rounds % 10 == 0:
+            print(f"round {rounds}: sent {tot['sent']}", flush=True)
     sock.close()
     sn.close()
-    states = [s.state() for s in a + b]
-    for s in b[::-1] + a[::-1]:
-        s.close()
-    print("mutations " + " ".join(f"{k}={v}"
-                                  for k, v in sorted(mut.stats.items())))
-    print(f"takeovers {takeovers}")
-    print(f"cookies {cookies}")
-    print(f"in_epoch {in_epoch}")
-    print(f"own_epoch {own}")
-    print(f"adopted {len(adopted)}")
-    print(f"pair_ops {real_ops}")
-    print(f"pair_failed {real_bad}")
-    print(f"qps_in_error {sum(1 for s in states if s == e.IBV_QPS_ERR)}")
-    print(f"sent {n}")
+    print(f"rounds {rounds}")
+    for key in ("real_completions", "real_failed"):
+        print(f"{key} {tot[key]}")
+    print("corpus " + " ".join(f"{k}={v}"
+                               for k, v in sorted(tot["ops"].items())))
+    print(f"corpus_packets {tot['corpus_packets']}")
+    print("mutations " + " ".join(f"{k}={v}" for k, v in
+                                  sorted(tot["mutations"].items())))
+    for key in ("takeovers", "cookies", "in_epoch", "own_epoch"):
+        print(f"{key} {tot[key]}")
+    print(f"adopted {len(tot['adopted_epochs'])}")
+    for key in ("pair_ops", "pair_failed", "qps_in_error", "sent"):
+        print(f"{key} {tot[key]}")
 
 
 # --- the replay command ---------------------------------------------------------------
@@ -792,6 +824,8 @@ def main():
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--pcap", required=True, help="where the capture goes")
     p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--round-seconds", type=float, default=40,
+                   help="fuzz: seconds of fuzzing per set of QP pairs")
     p.add_argument("--capture-seconds", type=float, default=3)
     p.add_argument("--seed", type=int)
     p.add_argument("--a-dev")
