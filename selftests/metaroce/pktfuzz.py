@@ -743,8 +743,10 @@ def cmd_fuzz(args):
     rounds = 0
     while rounds == 0 or end - time.monotonic() > 5:
         rounds += 1
+        # The first round's capture, and the latest one's (a long run
+        # must not fill the VM's memory with them).
         pcap = args.pcap if rounds == 1 else \
-            f"{args.pcap.removesuffix('.pcap')}.{rounds}.pcap"
+            f"{args.pcap.removesuffix('.pcap')}.latest.pcap"
         a, b, corpus = capture_round(args, sn, tot, pcap)
         qpns = live_qpns(args.b_dev) + [s.qp.qp_num for s in a + b]
         keys = [s.mr.rkey for s in a + b] + [s.mr.lkey for s in a + b]
