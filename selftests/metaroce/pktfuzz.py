@@ -53,6 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile as H  # noqa: E402
 
 ETH_P_ALL = 0x0003
+SO_RCVBUFFORCE = 33
 ETH_P_IP = 0x0800
 
 # --- namespaces and capture -----------------------------------------------------
@@ -102,6 +103,13 @@ class Sniffer(threading.Thread):
         def make():
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
                               socket.htons(ETH_P_ALL))
+            # Room for the frames of a fast transfer while this thread
+            # waits for the interpreter: a frame lost here (the first
+            # contact's RESET, a cookie) is missing from the corpus.
+            try:
+                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+            except OSError:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
             s.bind((iface, 0))
             s.settimeout(0.1)
             return s
