@@ -11,6 +11,7 @@
 #   make deps             install every Debian package the project needs, fetch
 #                         the test kernels, build the other releases' rootfs
 #   make check            all tests (userspace, then kselftests in QEMU)
+#   make fuzz-vm          the driver-layer packet fuzzer for hours (VM)
 #   make check-matrix     every kselftest on every kernel x userland (hours)
 #   make demo             boot the VM and show two hosts talking over metaroce
 #   make sim              run the fabric simulator's standard scenarios
@@ -55,13 +56,13 @@ CHECK_USERLAND_TARGETS := $(addprefix check-userland-,$(SUITES))
 	install install-module install-provider install-man install-wireshark \
 	uninstall sign deps deps-check deps-check-all rootfs check check-man \
 	check-install check-core check-build check-vm check-vm-6.1 \
-	check-matrix check-dkms checkpatch sparse demo sim bench \
+	check-matrix check-dkms checkpatch fuzz-vm sparse demo sim bench \
 	bench-fastpath bench-scale clean help
 
 all: module userspace
 
 help:
-	@sed -n '3,19p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,20p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 # --- kernel module --------------------------------------------------------
 
@@ -224,6 +225,16 @@ check-vm-6.1: modules-vm userspace test-tools
 
 check-dkms:
 	@$(TOP)/scripts/dkms-test.sh
+
+# selftests/metaroce/pktfuzz.sh for FUZZ_VM_SECONDS of fuzzing (default 3 h;
+# make check runs it for 75 s). FUZZ_VM_SEED repeats a run's mutations.
+FUZZ_VM_SECONDS ?= 10800
+fuzz-vm: modules-vm userspace test-tools
+	@MR_PKTFUZZ_SECONDS=$(FUZZ_VM_SECONDS) \
+		MR_TEST_TIMEOUT=$$(($(FUZZ_VM_SECONDS) + 1200)) \
+		$(if $(FUZZ_VM_SEED),MR_PKTFUZZ_SEED=$(FUZZ_VM_SEED)) \
+		$(TOP)/selftests/vm/run --kernel 6.12 -- \
+		$(TOP)/selftests/metaroce/run_tests.sh pktfuzz.sh
 
 checkpatch:
 	@$(TOP)/scripts/check-build.sh --checkpatch-only

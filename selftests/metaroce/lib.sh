@@ -230,6 +230,20 @@ mr_mod_unload() {
 }
 mr_mod_gone() { ! mr_mod_loaded; }
 
+# mr_kmem: the kernel's unreclaimable memory (SUnreclaim plus VmallocUsed,
+# KiB), read once caches are dropped and every slab cache has freed its
+# empty slabs and flushed its per-CPU lists (scale.sh explains why each
+# step matters): what leaked objects stay counted in.
+mr_kmem() {
+	local f
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	for f in /sys/kernel/slab/*/shrink; do
+		echo 1 >"$f" 2>/dev/null || true
+	done
+	awk '/^(SUnreclaim|VmallocUsed):/ { s += $2 } END { print s }' /proc/meminfo
+}
+
 # --- devices and links -----------------------------------------------------------
 
 mr_dev_exists() { [[ -e /sys/class/infiniband/$1 ]]; }
