@@ -25,6 +25,10 @@
 # --check only says (exit status) whether the kernel is built and current.
 set -euo pipefail
 
+# One compound command: bash reads it whole before running it, so editing
+# this file cannot derail a run in progress.
+{
+
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DK=$TOP/build/debug-kernel
 TARBALL=/usr/src/linux-source-6.12.tar.xz
@@ -75,8 +79,12 @@ if ((check)); then
 fi
 
 mkdir -p "$DK"
-exec 9>"$DK/.lock"
+# One build per flavour at a time; the flavours share the source tree,
+# which only an exclusive holder of .lock-src replaces.
+exec 9>"$DK/.lock-$flavour"
 flock 9
+exec 8>"$DK/.lock-src"
+flock -s 8
 
 # Whatever we build, we build it slowly: the machine is shared.
 renice -n 19 -p $$ >/dev/null 2>&1 || true
@@ -85,10 +93,14 @@ MAKE=(nice -n 19 make -j"$(nproc)")
 if ! current; then
 	# --- source --------------------------------------------------------
 	if [[ ! -f $SRC/.mr-version || $(<"$SRC/.mr-version") != "$pkgver" ]]; then
-		say "unpacking $PKG $pkgver"
-		rm -rf "$SRC" "$DK"/obj-*
-		tar -C "$DK" -xf "$TARBALL"
-		echo "$pkgver" >"$SRC/.mr-version"
+		flock 8 # exclusive, once the other flavours' builds are done
+		if [[ ! -f $SRC/.mr-version || $(<"$SRC/.mr-version") != "$pkgver" ]]; then
+			say "unpacking $PKG $pkgver"
+			rm -rf "$SRC" "$DK"/obj-*
+			tar -C "$DK" -xf "$TARBALL"
+			echo "$pkgver" >"$SRC/.mr-version"
+		fi
+		flock -s 8
 	fi
 
 	# --- config --------------------------------------------------------
@@ -155,3 +167,5 @@ rel=$(<"$relfile")
 say "building metaroce.ko for $rel"
 nice -n 19 "$TOP/scripts/build-module.sh" "$OBJ" >/dev/null
 echo "$rel"
+exit
+}
