@@ -10,6 +10,7 @@
 
 #include <linux/hashtable.h>
 #include <linux/if_arp.h>
+#include <linux/lockdep.h>
 #include <linux/random.h>
 #include <linux/rtnetlink.h>
 #include <net/addrconf.h>
@@ -24,6 +25,8 @@ DEFINE_MUTEX(mr_lock);
 
 /* Devices by netdev: written under mr_lock, read under mr_lock or RCU. */
 static DEFINE_HASHTABLE(mr_devs, 6);
+/* The lock class of every device's QP table (mr_dev_setup()). */
+static struct lock_class_key mr_qps_lock_key;
 
 struct mr_dev *mr_dev_find(const struct net_device *ndev)
 {
@@ -106,6 +109,12 @@ static int mr_dev_setup(struct mr_dev *dev, struct net_device *ndev)
 	ida_init(&dev->pd_ida);
 	mr_mem_table_init(dev);
 	xa_init_flags(&dev->qps, XA_FLAGS_ALLOC);
+	/*
+	 * Both xarrays are initialised here, so lockdep would give their
+	 * locks one class: the QP table's is taken from NAPI, the AH table's
+	 * only in process context, which it would take for a deadlock.
+	 */
+	lockdep_set_class(&dev->qps.xa_lock, &mr_qps_lock_key);
 	xa_init_flags(&dev->ahs, XA_FLAGS_ALLOC1);
 	mr_peers_init(dev);
 	netdev_hold(ndev, &dev->ndev_tracker, GFP_KERNEL);
