@@ -13,6 +13,9 @@
 #   make check            all tests (userspace, then kselftests in QEMU)
 #   make fuzz-vm          the driver-layer packet fuzzer for hours (VM)
 #   make check-matrix     every kselftest on every kernel x userland (hours)
+#   make check-debug      every kselftest on a KASAN/lockdep/kmemleak/UBSAN
+#                         kernel built from linux-source-6.12 (hours; KCSAN=1:
+#                         its KCSAN flavour); make debug-kernel builds it
 #   make demo             boot the VM and show two hosts talking over metaroce
 #   make sim              run the fabric simulator's standard scenarios
 #   make bench            run the whole VM benchmark set in one boot
@@ -56,13 +59,14 @@ CHECK_USERLAND_TARGETS := $(addprefix check-userland-,$(SUITES))
 	install install-module install-provider install-man install-wireshark \
 	uninstall sign deps deps-check deps-check-all rootfs check check-man \
 	check-install check-core check-build check-vm check-vm-6.1 \
-	check-matrix check-dkms checkpatch fuzz-vm sparse demo sim bench \
+	check-matrix check-debug debug-kernel deps-debug check-dkms \
+	checkpatch fuzz-vm sparse demo sim bench \
 	bench-fastpath bench-scale clean help
 
 all: module userspace
 
 help:
-	@sed -n '3,20p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,23p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 # --- kernel module --------------------------------------------------------
 
@@ -185,6 +189,10 @@ deps-check:
 deps-check-all:
 	@$(TOP)/scripts/deps.sh --if-missing
 
+# With what building the debug kernel takes (make check-debug).
+deps-debug:
+	@$(TOP)/scripts/deps.sh --if-missing --host --debug
+
 # The other releases' root filesystems alone (make deps builds them too).
 rootfs:
 	@$(TOP)/scripts/rootfs.sh $(SUITES)
@@ -199,6 +207,17 @@ check: deps-check-all
 # hours: MR_MATRIX_KERNELS / MR_MATRIX_USERLANDS narrow it).
 check-matrix: deps-check-all
 	@$(TOP)/scripts/check-matrix.sh
+
+# The debug kernel (scripts/debug-kernel.sh, cached under build/debug-kernel/;
+# KCSAN=1: its KCSAN flavour) and metaroce.ko for it.
+DEBUG_FLAVOUR = $(if $(filter-out 0,$(KCSAN)),debug-kcsan,debug)
+debug-kernel: deps-debug
+	@$(TOP)/scripts/debug-kernel.sh $(DEBUG_FLAVOUR)
+
+# Every kselftest on the debug kernel, a boot each (scripts/check-debug.sh;
+# hours: PROGS="hostile.sh leak.sh" narrows it).
+check-debug: deps-debug userspace test-tools
+	@KCSAN=$(KCSAN) $(TOP)/scripts/check-debug.sh $(PROGS)
 
 check-core: check-man
 	@$(MAKE) -C $(TOP)/userspace BUILD=$(BUILD)/userspace check

@@ -19,7 +19,8 @@
 # host's Debian release, else inside the root filesystem of its release
 # (build/rootfs/SUITE, scripts/rootfs.sh), with that release's compiler
 # and kbuild tools, which the host's cannot stand in for (newer gcc flags,
-# a newer glibc).
+# a newer glibc); for the debug kernels (debug, debug-kcsan: make
+# check-debug) against their build tree under build/debug-kernel/.
 set -euo pipefail
 
 usage() {
@@ -46,7 +47,7 @@ if [[ ${1:-} == --kernel ]]; then
 			"/usr/src/linux-headers-$MR_REL" "$@"
 		exit
 	fi
-	set -- "/usr/src/linux-headers-$MR_REL" "$@"
+	set -- "${MR_KDIR:-/usr/src/linux-headers-$MR_REL}" "$@"
 fi
 
 [[ $# -ge 1 && $# -le 3 ]] || usage

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# scripts/deps.sh [--if-missing] [--host]
+# scripts/deps.sh [--if-missing] [--host] [--debug]
 #
 # Installs every Debian package MetaRoCE needs to build, test, benchmark and
 # package itself, then fetches and unpacks the pinned kernels the VM tests
@@ -11,7 +11,9 @@
 # theirs is installed on the host). Idempotent and non-interactive. With
 # --if-missing it only checks (cheaply) and does nothing when everything is
 # present. --host leaves out the other releases (their kernels and root
-# filesystems): what the host's own kernels and userland need.
+# filesystems): what the host's own kernels and userland need. --debug adds
+# what building the debug kernel of make check-debug from linux-source-6.12
+# takes (scripts/debug-kernel.sh); make check does not need it.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,12 +21,13 @@ MR_TOP=$TOP
 # shellcheck source=platform.sh
 . "$TOP/scripts/platform.sh"
 
-if_missing=0 host_only=0
+if_missing=0 host_only=0 debug=0
 for a; do
 	case $a in
 	--if-missing) if_missing=1 ;;
 	--host) host_only=1 ;;
-	*) echo "usage: $0 [--if-missing] [--host]" >&2; exit 2 ;;
+	--debug) debug=1 ;;
+	*) echo "usage: $0 [--if-missing] [--host] [--debug]" >&2; exit 2 ;;
 	esac
 done
 
@@ -58,6 +61,11 @@ pkgs=(
 	# the Wireshark dissector's decode tests (tools/wireshark/)
 	tshark
 )
+
+# The debug kernel (scripts/debug-kernel.sh): its source is
+# linux-source-6.12, above (checkpatch comes from it too); building it takes
+# these.
+((debug == 0)) || pkgs+=(flex bison bc libelf-dev libssl-dev)
 
 installed() { # PKG: true when dpkg has it fully installed
 	[[ $(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null) == ii* ]]

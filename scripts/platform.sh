@@ -14,7 +14,10 @@
 #                         6.1, 6.12-trixie, 7.2, ...) or a release string;
 #                         sets MR_REL (its release, e.g. 7.2.13+deb14-amd64)
 #                         and MR_SUITE (the Debian release it comes from;
-#                         empty for the host's own)
+#                         empty for the host's own); "debug" and
+#                         "debug-kcsan" are the kernels scripts/debug-kernel.sh
+#                         builds (make check-debug), for which it also sets
+#                         MR_KDIR, their build tree (else empty)
 #   mr_kernel_names [--host]
 #                         the NAMEs of kernels.env, in its order (--host: only
 #                         those of the host's release)
@@ -65,8 +68,19 @@ mr_kernel() { # NAME
 	local name=$1 key var svar
 	key=$(mr_kernel_var "$name")
 	var=MR_KVER_$key svar=MR_KSUITE_$key
-	MR_REL=$name MR_SUITE=
-	if [[ $key =~ ^[A-Z0-9_]+$ && -n ${!var:-} ]]; then
+	MR_REL=$name MR_SUITE='' MR_KDIR=''
+	if [[ $name == debug || $name == debug-kcsan ]]; then
+		# The debug kernels of make check-debug, built from source by
+		# scripts/debug-kernel.sh, which records their release.
+		local relfile=$MR_TOP/build/debug-kernel/$name.release
+		if [[ ! -f $relfile ]]; then
+			echo "platform: no $name kernel built: scripts/debug-kernel.sh $name" >&2
+			return 1
+		fi
+		MR_REL=$(<"$relfile")
+		# shellcheck disable=SC2034 # for the caller (build-module.sh)
+		MR_KDIR=$MR_TOP/build/debug-kernel/obj-$name
+	elif [[ $key =~ ^[A-Z0-9_]+$ && -n ${!var:-} ]]; then
 		MR_REL=${!var}
 		MR_SUITE=${!svar:-}
 	else

@@ -9,7 +9,8 @@
 # a failure. Exits non-zero when any program failed.
 #
 # Time limit per program: a "# timeout: SECONDS" line in its header, else
-# 300 s; MR_TEST_TIMEOUT overrides both.
+# 300 s; MR_TEST_TIMEOUT overrides both. MR_TEST_TIMEOUT_SCALE=N multiplies
+# the limit (the debug kernel of make check-debug is several times slower).
 set -euo pipefail
 
 # One compound command: bash reads it whole before running it, so editing
@@ -49,6 +50,9 @@ done
 bad='Oops|BUG:|kernel BUG at|WARNING:|general protection fault[,:]|Call Trace:'
 bad+='|KASAN|UBSAN|refcount_t:|INFO: task .* blocked|rcu: INFO:|rcu_.*stall'
 bad+='|soft lockup|hard LOCKUP|list_(add|del) corruption'
+# The debug kernel's checkers (make check-debug): lockdep, DEBUG_OBJECTS,
+# KCSAN, kmemleak (most of them also print "WARNING:" or "BUG:").
+bad+='|possible circular locking|ODEBUG:|KCSAN:|suspected memory leak'
 can_dmesg=0
 dmesg >/dev/null 2>&1 && can_dmesg=1
 
@@ -56,6 +60,33 @@ dmesg >/dev/null 2>&1 && can_dmesg=1
 # tests touching the broken object hang in D state), so the test is stopped
 # and the remaining ones are reported as not run, i.e. failed.
 fatal='Oops|BUG:|kernel BUG at|general protection fault[,:]|Kernel panic'
+# ... but not the debug kernel's reports that leave the kernel running: a
+# KASAN, KCSAN or UBSAN report, sleeping in atomic context (they still fail
+# the program: $bad).
+notfatal='BUG: (KASAN|KCSAN|UBSAN|sleeping function called|scheduling while atomic)'
+
+# kmemleak (the debug kernel's, with its automatic scan off): scanned after
+# each program; what it then suspects fails that program and is printed.
+kmemleak=/sys/kernel/debug/kmemleak
+[[ -w $kmemleak ]] || kmemleak=
+# leak_scan: prints the suspected leaks of a fresh scan and forgets them.
+# Two scans: an object must look unreferenced in both (a pointer held only
+# in a register or in flight during the first is found by the second).
+leak_scan() {
+	local report
+	[[ -n $kmemleak ]] || return 0
+	echo scan >"$kmemleak" 2>/dev/null || return 0
+	report=$(cat "$kmemleak" 2>/dev/null || true)
+	if [[ -n $report ]]; then
+		echo scan >"$kmemleak" 2>/dev/null || true
+		report=$(cat "$kmemleak" 2>/dev/null || true)
+	fi
+	echo clear >"$kmemleak" 2>/dev/null || true
+	[[ -z $report ]] || echo "$report"
+}
+# The boot's own suspects are not the tests'.
+leak_scan >/dev/null
+
 
 # prog_timeout PROG: the program's time limit: MR_TEST_TIMEOUT if set, else
 # what a "# timeout: SECONDS" line in its header says, else 300 s.
@@ -66,7 +97,7 @@ prog_timeout() {
 		return
 	fi
 	t=$(sed -n '1,30s/^# timeout: \([0-9][0-9]*\)$/\1/p' "$1" | head -n 1)
-	echo "${t:-300}"
+	echo "$((${t:-300} * ${MR_TEST_TIMEOUT_SCALE:-1}))"
 }
 
 # run_one PROG OUT: runs PROG in its own session, output to OUT and, indented,
@@ -85,7 +116,8 @@ run_one() {
 		if ((SECONDS >= deadline)); then
 			rc=124
 		elif ((can_dmesg && !oops)) &&
-			dmesg | tail -n +"$((before + 1))" | grep -qE "$fatal"; then
+			dmesg | tail -n +"$((before + 1))" | grep -E "$fatal" |
+			grep -qvE "$notfatal"; then
 			oops=1 grace=$((SECONDS + 10)) # let it end on its own
 		fi
 		if [[ -n $rc ]] || { [[ -n $grace ]] && ((SECONDS >= grace)); }; then
@@ -124,6 +156,13 @@ for p in "${progs[@]}"; do
 			why=" # kernel warning"
 			((rc == 0 || rc == 4)) && rc=1
 		fi
+	fi
+	leaks=$(leak_scan)
+	if [[ -n $leaks ]]; then
+		echo "# $name: kmemleak suspects leaks:"
+		sed 's/^/#   /' <<<"$leaks" | head -n 200
+		why+=" # kmemleak"
+		((rc == 0 || rc == 4)) && rc=1
 	fi
 	if ((oops)); then
 		dead=$name why=" # kernel oops"
