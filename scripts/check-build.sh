@@ -134,7 +134,7 @@ assertion_bites() {
 static_assertions() {
 	# mr_qp_ud_recv() copies an SRQ's WQE into a stack array of
 	# METAROCE_MAX_SGE SGEs.
-	assertion_bites drivers/metaroce/qp.o \
+	assertion_bites drivers/metaroce/ud.o \
 		's/^\(#define METAROCE_MAX_SRQ_SGE[[:space:]]*\)16$/\117/' \
 		'static assertion failed: .*METAROCE_MAX_SRQ_SGE'
 }

@@ -772,3 +772,69 @@ int mr_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	mr_mem_free(mem);
 	return 0;
 }
+
+/* ------------------------------------------------- scatter/gather lists */
+int mr_sges_read(struct mr_dev *dev, struct ib_pd *pd,
+		 const struct ib_sge *sge, u32 num_sge, u32 offset, void *to,
+		 u32 len)
+{
+	u32 i;
+
+	for (i = 0; i < num_sge && len; i++) {
+		struct mr_mem *mem;
+		u32 n;
+
+		if (offset >= sge[i].length) {
+			offset -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - offset);
+		mem = mr_mem_get(dev, pd, sge[i].lkey, 0, sge[i].addr + offset,
+				 n);
+		if (!mem)
+			return -EACCES;
+		mr_mem_read(mem, sge[i].addr + offset, to, n);
+		mr_mem_put(mem);
+		to += n;
+		len -= n;
+		offset = 0;
+	}
+	return len ? -EINVAL : 0;
+}
+
+int mr_sges_write(struct mr_dev *dev, struct ib_pd *pd,
+		  const struct ib_sge *sge, u32 num_sge, u32 offset,
+		  const void *from, const struct sk_buff *skb, int skb_off,
+		  u32 len)
+{
+	u32 i;
+
+	for (i = 0; i < num_sge && len; i++) {
+		struct mr_mem *mem;
+		u64 at;
+		u32 n;
+
+		if (offset >= sge[i].length) {
+			offset -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - offset);
+		at = sge[i].addr + offset;
+		mem = mr_mem_get(dev, pd, sge[i].lkey, IB_ACCESS_LOCAL_WRITE,
+				 at, n);
+		if (!mem)
+			return -EACCES;
+		if (from) {
+			mr_mem_write(mem, at, from, n);
+			from += n;
+		} else if (mr_mem_write_skb(mem, at, skb, skb_off, n)) {
+			mr_mem_put(mem);
+			return -EFAULT;
+		}
+		mr_mem_put(mem);
+		skb_off += n;
+		len -= n;
+		offset = 0;
+	}
+	return len ? -EINVAL : 0;
+}

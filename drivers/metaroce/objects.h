@@ -4,14 +4,17 @@
  *
  *  mr.c     memory regions (struct mr_mem): user MRs pinned with ib_umem,
  *           kernel DMA MRs, fast-registration MRs; key table; bounds- and
- *           rights-checked copies to and from registered memory.
+ *           rights-checked copies to and from registered memory and
+ *           scatter/gather lists.
  *  cq.c     completion queues (struct mr_cq).
  *  mmap.c   buffers shared with a process (struct mr_umap).
  *  srq.c    shared receive queues (struct mr_srq).
  *  ah.c     address handles (struct mr_ah).
- *  qp.c     queue pairs (struct mr_ibqp): state machine, send and receive
- *           queues, posting; RC QPs run on a peer's engine connection, UD
- *           (and the GSI QP1) directly on the device.
+ *  qp.c     queue pairs (struct mr_ibqp): creation, the state machine,
+ *           the NAPI service; RC QPs run on a peer's engine connection, UD
+ *           (and the GSI QP1) directly on the device (ud.c). Its send queue
+ *           is sq.c's, its receive queue rq.c's, its completions comp.c's
+ *           (qp.h: what those share).
  *  peer.c   peers (struct mr_peer): one transport engine connection per
  *           (device, local address, remote address), its timer and the
  *           engine callbacks (transmit, completion, placement).
@@ -499,12 +502,13 @@ int mr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int mr_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		struct ib_qp_init_attr *init);
 int mr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+/* sq.c, rq.c */
 int mr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		 const struct ib_send_wr **bad_wr);
 int mr_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		 const struct ib_recv_wr **bad_wr);
 
-/* Copy between an SGE list (lkeys, checked per SGE) and a buffer/skb. */
+/* Copy between an SGE list (lkeys, checked per SGE) and a buffer/skb (mr.c). */
 int mr_sges_read(struct mr_dev *dev, struct ib_pd *pd,
 		 const struct ib_sge *sge, u32 num_sge, u32 offset, void *to,
 		 u32 len);
@@ -513,25 +517,26 @@ int mr_sges_write(struct mr_dev *dev, struct ib_pd *pd,
 		  const void *from, const struct sk_buff *skb, int skb_off,
 		  u32 len);
 
-/* Data path entry points (napi.c, peer.c). */
+/* Data path entry points (napi.c, peer.c); qp.c unless named. */
 struct mr_ibqp *mr_qp_get(struct mr_dev *dev, u32 qpn);
 void mr_qp_put(struct mr_ibqp *qp);
 /* Hand queued send WQEs to the engine (RC) or send them (UD). */
 void mr_qp_service(struct mr_ibqp *qp);
-/* UD/GSI receive of a decoded UD_SEND packet. */
+/* UD/GSI receive of a decoded UD_SEND packet (ud.c). */
 void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 		   struct sk_buff *skb, int hlen);
 /* Engine callbacks for a QP (called under its peer's lock). */
 void mr_qp_eng_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe);
 void mr_qp_eng_error(struct mr_ibqp *qp, int status);
-int mr_qp_eng_bind_recv(struct mr_ibqp *qp, u32 ssn, u64 *cookie, u32 *len);
+int mr_qp_eng_bind_recv(struct mr_ibqp *qp, u32 ssn, u64 *cookie,
+			u32 *len);	/* rq.c */
 /*
  * Queue @wc of @qp on @cq; if the CQ is full (the completion is lost),
- * the QP fails (in the NAPI context). Any context.
+ * the QP fails (in the NAPI context). Any context. comp.c.
  */
 void mr_qp_cq_push(struct mr_ibqp *qp, struct mr_cq *cq,
 		   const struct ib_wc *wc, bool solicited);
-/* The receive WQE an engine receive cookie names. */
+/* The receive WQE an engine receive cookie names (rq.c). */
 struct mr_rwqe *mr_qp_recv_wqe(struct mr_ibqp *qp, u64 cookie);
 
 /* ---------------------------------------------------------------- peer.c */
