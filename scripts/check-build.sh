@@ -14,7 +14,10 @@
 #   - sparse (C=2) against 6.12; any sparse warning in our files fails;
 #   - static assertions bite: with a limit of limits.h raised past what
 #     the code that depends on it can hold, the file must fail to compile
-#     on that assertion (a copy of the sources, built against 6.12).
+#     on that assertion (a copy of the sources, built against 6.12);
+#   - the driver's files call each other one way only (check-layers.py:
+#     no call loop but through the engine's callbacks), and a loop made on
+#     purpose is caught.
 # Prints TAP; exits non-zero if any check failed.
 set -euo pipefail
 
@@ -147,7 +150,7 @@ if ((only_checkpatch)); then
 	exit
 fi
 
-echo "1..$((${#kernels[@]} + 3))"
+echo "1..$((${#kernels[@]} + 4))"
 for k in "${kernels[@]}"; do
 	mr_kernel "$k"
 	rc=0; build "$k" "$LOGS/w1-$k.log" || rc=$?
@@ -156,5 +159,7 @@ done
 rc=0; checkpatch || rc=$?; result "$rc" checkpatch
 rc=0; sparse || rc=$?; result "$rc" "sparse against $MR_KVER_6_12"
 rc=0; static_assertions || rc=$?; result "$rc" "static assertions bite"
+rc=0; python3 scripts/check-layers.py --self-test || rc=$?
+result "$rc" "no call loop between the driver's files"
 echo "# check-build: $((n - fail))/$n passed"
 ((fail == 0))

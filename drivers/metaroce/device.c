@@ -120,18 +120,11 @@ static int mr_dev_setup(struct mr_dev *dev, struct net_device *ndev)
 	netdev_hold(ndev, &dev->ndev_tracker, GFP_KERNEL);
 	dev->ndev = ndev;
 
-	/* Checked at module load: module parameters cannot change since. */
-	if (mr_dev_cfg_default(&dev->conn_cfg))
+	if (mr_dev_config(dev))
 		return -EINVAL;
 	do {
 		dev->ud_epoch = get_random_u32();
 	} while (!dev->ud_epoch);
-	mr_fs_init(&dev->fs, mr_param_rx_capacity_mbps);
-	dev->host_window = mr_param_host_window;
-	dev->tclass = mr_param_dscp << 2;
-	dev->ctrl_tclass = mr_param_ctrl_dscp << 2;
-	dev->max_peers = mr_param_max_peers;
-	dev->max_peer_mem_mb = mr_param_max_peer_mem_mb;
 	atomic64_set(&dev->tx_inflight, 0);
 
 	dev->counters = alloc_percpu(struct mr_counters);

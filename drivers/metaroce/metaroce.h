@@ -96,8 +96,13 @@ struct mr_port {
 
 struct mr_net;
 
+/* Fair-share recomputation interval. */
+#define MR_FS_PERIOD_NS		(100 * NSEC_PER_USEC)
+/* Between runs, an announcement reshares at most this often. */
+#define MR_FS_KICK_NS		(MR_FS_PERIOD_NS / 8)
+
 /*
- * What a fair-share run works on (napi.c): room for every peer of the
+ * What a fair-share run works on (napi.c, fair.c): room for every peer of the
  * device (the active ones are among them), grown as peers are created.
  */
 struct mr_fs_scratch {
@@ -218,19 +223,14 @@ static inline struct mr_dev *to_mr_dev(struct ib_device *ibdev)
 	return container_of(ibdev, struct mr_dev, ibdev);
 }
 
-/* main.c */
+/* config.c */
 extern unsigned short mr_udp_port;
-extern unsigned int mr_param_paths;
-extern unsigned int mr_param_rto_min_us;
-extern unsigned int mr_param_rx_capacity_mbps;
-extern unsigned int mr_param_host_window;
-extern unsigned int mr_param_dscp;
-extern unsigned int mr_param_ctrl_dscp;
-extern unsigned int mr_param_max_peers;
-extern unsigned int mr_param_max_peer_mem_mb;
 #define MR_HOST_WINDOW_MAX (1U << 30)
 int mr_cfg_set(struct mr_conn_cfg *cfg, size_t off, u32 unit, u32 val);
-int mr_dev_cfg_default(struct mr_conn_cfg *cfg);
+int mr_params_check(void);
+int mr_dev_config(struct mr_dev *dev);
+
+/* main.c */
 extern struct workqueue_struct *mr_wq;
 extern struct workqueue_struct *mr_db_wq;
 

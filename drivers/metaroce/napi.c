@@ -31,33 +31,12 @@
 #define MR_RXQ_MARK		64
 /* Send queues and peers served per poll before yielding. */
 #define MR_SERVICE_BUDGET	64
-/* Fair-share recomputation interval. */
-#define MR_FS_PERIOD_NS		(100 * NSEC_PER_USEC)
-/* Between runs, an announcement reshares at most this often. */
-#define MR_FS_KICK_NS		(MR_FS_PERIOD_NS / 8)
-/* The fair share's first scratch: peers it has room for. */
-#define MR_FS_SCRATCH_MIN	16
 
 struct mr_skb_cb {
 	bool ce;
 };
 
 #define MR_SKB_CB(skb) ((struct mr_skb_cb *)(skb)->cb)
-
-static void mr_napi_schedule(struct mr_dev *dev)
-{
-	/*
-	 * From process context, run the poll at once on local_bh_enable()
-	 * rather than at the next interrupt.
-	 */
-	if (irqs_disabled() || in_hardirq()) {
-		napi_schedule(&dev->napi);
-	} else {
-		local_bh_disable();
-		napi_schedule(&dev->napi);
-		local_bh_enable();
-	}
-}
 
 void mr_napi_rx(struct mr_dev *dev, struct sk_buff *skb, bool ce)
 {
@@ -73,33 +52,6 @@ void mr_napi_rx(struct mr_dev *dev, struct sk_buff *skb, bool ce)
 	MR_SKB_CB(skb)->ce = ce;
 	skb_queue_tail(&dev->rxq, skb);
 	napi_schedule(&dev->napi);
-}
-
-void mr_napi_kick_qp(struct mr_ibqp *qp)
-{
-	struct mr_dev *dev = qp->dev;
-	unsigned long flags;
-
-	spin_lock_irqsave(&dev->work_lock, flags);
-	if (!qp->on_work) {
-		qp->on_work = true;
-		list_add_tail(&qp->work_node, &dev->qp_work);
-	}
-	spin_unlock_irqrestore(&dev->work_lock, flags);
-	mr_napi_schedule(dev);
-}
-
-void mr_napi_kick_peer(struct mr_peer *peer, int work_bit)
-{
-	struct mr_dev *dev = peer->dev;
-	unsigned long flags;
-
-	set_bit(work_bit, &peer->work);
-	spin_lock_irqsave(&dev->work_lock, flags);
-	if (!peer->dead && list_empty(&peer->work_node))
-		list_add_tail(&peer->work_node, &dev->peer_work);
-	spin_unlock_irqrestore(&dev->work_lock, flags);
-	mr_napi_schedule(dev);
 }
 
 static void mr_addr_v4mapped(struct in6_addr *a, __be32 v4)
@@ -161,87 +113,6 @@ static int mr_rx_place(struct mr_dev *dev, struct mr_ibqp *qp,
 	default:
 		return MR_RXS_INVALID;
 	}
-}
-
-/*
- * The fair share's active set (protocol.rst 7.20): a peer joins at the
- * first arrival the engine counted while it was out of the set (peer->lock
- * held), and learns the current level; a run lets it go once its demand
- * is gone. A run's cost follows the active senders, not the peers.
- */
-static void mr_fs_join_peer(struct mr_dev *dev, struct mr_peer *peer)
-{
-	struct mr_conn *c = &peer->conn;
-
-	if (!peer->fs_on && !peer->dead && (c->rx_meter_pkts || c->fs_new)) {
-		spin_lock(&dev->fs_lock);
-		list_add_tail(&peer->fs_node, &dev->fs_active);
-		dev->fs_nactive++;
-		spin_unlock(&dev->fs_lock);
-		peer->fs_on = true;
-		mr_fs_join(&dev->fs, c, dev->fs_full_at);
-	}
-	/* A sender announced itself: one reshare before the next period. */
-	if (c->fs_new) {
-		c->fs_new = 0;
-		if (!dev->fs_kick_at)
-			dev->fs_kick_at = max(dev->fs_last + MR_FS_KICK_NS,
-					      ktime_get_ns());
-	}
-}
-
-void mr_fs_leave(struct mr_peer *peer)
-{
-	struct mr_dev *dev = peer->dev;
-
-	lockdep_assert_held(&peer->lock);
-	if (!peer->fs_on)
-		return;
-	spin_lock(&dev->fs_lock);
-	list_del_init(&peer->fs_node);
-	dev->fs_nactive--;
-	spin_unlock(&dev->fs_lock);
-	peer->fs_on = false;
-}
-
-static struct mr_fs_scratch *mr_fs_scratch_alloc(u32 cap)
-{
-	struct mr_fs_scratch *s;
-
-	s = kvzalloc(sizeof(*s) + (size_t)cap *
-		     (sizeof(*s->peer) + 4 * sizeof(u32)), GFP_KERNEL);
-	if (!s)
-		return NULL;
-	s->cap = cap;
-	s->peer = (struct mr_peer **)(s + 1);
-	s->rate = (u32 *)(s->peer + cap);
-	s->demand = s->rate + cap;
-	s->ce = s->demand + cap;
-	s->share = s->ce + cap;
-	return s;
-}
-
-/*
- * Room for @peers peers in the fair share's scratch, before a new peer is
- * hashed: the active ones, which NAPI lists there, are never more.
- */
-int mr_fs_reserve(struct mr_dev *dev, u32 peers)
-{
-	struct mr_fs_scratch *old, *s;
-
-	lockdep_assert_held(&dev->peers_lock);
-	old = rcu_dereference_protected(dev->fs_scratch,
-					lockdep_is_held(&dev->peers_lock));
-	if (old->cap >= peers)
-		return 0;
-	s = mr_fs_scratch_alloc(roundup_pow_of_two(peers));
-	if (!s)
-		return -ENOMEM;
-	rcu_assign_pointer(dev->fs_scratch, s);
-	/* NAPI polls that may still use the old one are done after this. */
-	synchronize_net();
-	kvfree(old);
-	return 0;
 }
 
 static void mr_rx_one(struct mr_dev *dev, struct sk_buff *skb,
@@ -476,13 +347,10 @@ static int mr_napi_poll(struct napi_struct *napi, int budget)
 
 int mr_napi_init(struct mr_dev *dev)
 {
-	struct mr_fs_scratch *s = mr_fs_scratch_alloc(MR_FS_SCRATCH_MIN);
+	int err = mr_fair_init(dev);
 
-	if (!s)
-		return -ENOMEM;
-	spin_lock_init(&dev->fs_lock);
-	INIT_LIST_HEAD(&dev->fs_active);
-	RCU_INIT_POINTER(dev->fs_scratch, s);
+	if (err)
+		return err;
 	dev->napi_dev = mr_alloc_dummy_netdev();
 	if (!dev->napi_dev)
 		return -ENOMEM;
@@ -505,6 +373,5 @@ void mr_napi_destroy(struct mr_dev *dev)
 		dev->napi_dev = NULL;
 	}
 	/* Every peer is gone and the poll that ran the share has stopped. */
-	kvfree(rcu_dereference_protected(dev->fs_scratch, true));
-	RCU_INIT_POINTER(dev->fs_scratch, NULL);
+	mr_fair_destroy(dev);
 }

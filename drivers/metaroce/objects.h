@@ -19,7 +19,9 @@
  *           (device, local address, remote address), its timer and the
  *           engine callbacks (transmit, completion, placement).
  *  napi.c   the device's NAPI context: receive batches, ACK coalescing,
- *           transmission, timers.
+ *           transmission, timers, the fair-share runs.
+ *  kick.c   the work lists NAPI serves, and the kicks that fill them.
+ *  fair.c   the fair share's active senders and scratch.
  *  xmit.c   building and routing UDP packets.
  *
  * Locking (in order):
@@ -606,15 +608,25 @@ int mr_peers_reconfigure(struct mr_dev *dev, const struct mr_conn_cfg *cfg,
 
 int mr_napi_init(struct mr_dev *dev);
 void mr_napi_destroy(struct mr_dev *dev);
-/* Room in the fair share's scratch for @peers peers (peers_lock held). */
-int mr_fs_reserve(struct mr_dev *dev, u32 peers);
-/* A retired peer leaves the fair share's active set (peer->lock held). */
-void mr_fs_leave(struct mr_peer *peer);
 /* Queue a received packet (skb->data at the MetaRoCE header). */
 void mr_napi_rx(struct mr_dev *dev, struct sk_buff *skb, bool ce);
+
+/* ---------------------------------------------------------------- kick.c */
+
 /* Ask the NAPI context to service a QP's send queue / a peer. */
 void mr_napi_kick_qp(struct mr_ibqp *qp);
 void mr_napi_kick_peer(struct mr_peer *peer, int work_bit);
+
+/* ---------------------------------------------------------------- fair.c */
+
+int mr_fair_init(struct mr_dev *dev);
+void mr_fair_destroy(struct mr_dev *dev);
+/* Room in the fair share's scratch for @peers peers (peers_lock held). */
+int mr_fs_reserve(struct mr_dev *dev, u32 peers);
+/* A peer the engine counted an arrival of joins the active set (peer->lock). */
+void mr_fs_join_peer(struct mr_dev *dev, struct mr_peer *peer);
+/* A retired peer leaves the fair share's active set (peer->lock held). */
+void mr_fs_leave(struct mr_peer *peer);
 
 /* ---------------------------------------------------------------- xmit.c */
 

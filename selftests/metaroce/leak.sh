@@ -16,8 +16,8 @@
 # after round. vmap_area is left out: freed vmalloc areas (process kernel
 # stacks) are purged lazily, so it grows with any workload; so are the
 # debug kernel's own bookkeeping caches (debug_objects_cache, whose pool is
-# refilled and trimmed by deferred work, and kmemleak_object, freed after an
-# RCU grace period), where kmemleak's scan is the leak check. Slab must also
+# refilled and trimmed by deferred work, and kmemleak's, freed after an RCU
+# grace period), where kmemleak's scan is the leak check. Slab must also
 # end within 2 MiB, and MemAvailable within 16 MiB, of the start (large
 # allocations bypass the slab caches).
 . "$(dirname "$0")/lib.sh"
@@ -80,7 +80,7 @@ add_delete_cycles() {
 	fi
 	# Columns: cache, count after round 0..3.
 	grown=$(join "$SNAP.0" "$SNAP.1" | join - "$SNAP.2" | join - "$SNAP.3" |
-		awk -v lim=$((CYCLES / 2)) '$1 !~ /^(vmap_area|debug_objects_cache|kmemleak_object)$/ &&
+		awk -v lim=$((CYCLES / 2)) '$1 !~ /^(vmap_area|debug_objects_cache|kmemleak_.*)$/ &&
 			$3 - $2 >= lim &&
 			$4 - $3 >= lim && $5 - $4 >= lim {
 			print $1 " +" ($3 - $2) " +" ($4 - $3) " +" ($5 - $4) }')
