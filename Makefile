@@ -57,7 +57,7 @@ CHECK_USERLAND_TARGETS := $(addprefix check-userland-,$(SUITES))
 .PHONY: all module $(MODULE_TARGETS) modules-vm modules-all userspace \
 	test-tools $(USERLAND_TARGETS) userlands $(CHECK_USERLAND_TARGETS) \
 	install install-module install-provider install-man install-wireshark \
-	uninstall sign deps deps-check deps-check-all rootfs check check-man \
+	uninstall sign deps deps-check deps-check-all rootfs check check-man check-docs \
 	check-install check-core check-build check-vm check-vm-6.1 \
 	check-matrix check-debug debug-kernel deps-debug check-dkms \
 	checkpatch fuzz-vm sparse demo sim bench \
@@ -219,7 +219,7 @@ debug-kernel: deps-debug
 check-debug: deps-debug userspace test-tools
 	@KCSAN=$(KCSAN) $(TOP)/scripts/check-debug.sh $(PROGS)
 
-check-core: check-man
+check-core: check-man check-docs
 	@$(MAKE) -C $(TOP)/userspace BUILD=$(BUILD)/userspace check
 
 # make install and make uninstall into a staging root, for both pinned
@@ -231,6 +231,10 @@ check-install:
 # file the module defines.
 check-man:
 	@$(TOP)/scripts/check-man.sh
+
+# What Documentation/ states of the code (sizes: userspace/tests/test_docs.c).
+check-docs:
+	@$(TOP)/scripts/check-docs.sh
 
 # W=1 builds against every pinned kernel, checkpatch and sparse.
 check-build:

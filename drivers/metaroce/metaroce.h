@@ -223,7 +223,35 @@ static inline struct mr_dev *to_mr_dev(struct ib_device *ibdev)
 	return container_of(ibdev, struct mr_dev, ibdev);
 }
 
-/* config.c */
+/* config.c: the transport tunables (tunables.h lists them) */
+enum mr_tunable_kind {
+	MR_TUN_CFG,
+	MR_TUN_SHAPE,
+	MR_TUN_DEV,
+	MR_TUN_DSCP,
+	MR_TUN_CAP,
+};
+
+/* What config.c and sysfs.c know of a tunable. */
+struct mr_tunable_def {
+	const char *name;
+	enum mr_tunable_kind kind;
+	size_t off;		/* in struct mr_conn_cfg, mr_dev or mr_fs_dev */
+	u32 unit;		/* stored units per user unit */
+	u32 def;
+	u32 min, max;		/* DEV, DSCP, CAP */
+};
+
+enum {
+#define MR_TUNABLE(_name, ...) MR_TUN_##_name,
+#include "tunables.h"
+#undef MR_TUNABLE
+	MR_TUN_COUNT
+};
+
+extern const struct mr_tunable_def mr_tunables[MR_TUN_COUNT];
+/* Each tunable's module parameter: the default for new devices. */
+extern unsigned int mr_tunable_params[MR_TUN_COUNT];
 extern unsigned short mr_udp_port;
 #define MR_HOST_WINDOW_MAX (1U << 30)
 int mr_cfg_set(struct mr_conn_cfg *cfg, size_t off, u32 unit, u32 val);

@@ -9,7 +9,8 @@
 #                   (dead_after=256; min_window above max_window; max_peers
 #                   0; max_peer_mem_mb past 1 TiB) fails
 #                   with EINVAL and loads nothing; with valid ones, a new
-#                   device starts with them (0 keeps the default)
+#                   device starts with them, and with the defaults of the
+#                   others
 #   defaults        each tunable in /sys/class/infiniband/DEV/metaroce/
 #                   reads the default of the admin guide's table
 #   invalid         non-numbers, out-of-range values and values invalid
@@ -39,10 +40,8 @@
 mr_require_module
 
 DOC=$MR_TOP/Documentation/admin-guide.rst
-TUNABLES=(paths rto_min_us rto_max_us rto_init_us probe_us dead_after
-	reorder_thresh ack_delay_us ack_every msg_ack_us init_window min_window
-	max_window ai_bytes ecn_shift repick_alpha pacing announce
-	rx_capacity_mbps host_window dscp ctrl_dscp max_peers max_peer_mem_mb)
+# The tunables as drivers/metaroce/tunables.h lists them.
+mapfile -t TUNABLES < <("$MR_TOP/scripts/tunables-list.sh" | awk '{ print $1 }')
 PORT=18620
 
 # doc_default NAME: the default in the tunables table ("``NAME``  VALUE").
@@ -101,12 +100,15 @@ module_params() {
 	assert_eq "max_peers from the module" 100 "$(cat "$(tun mrtun_dev max_peers)")"
 	assert_eq "max_peer_mem_mb from the module" 64 \
 		"$(cat "$(tun mrtun_dev max_peer_mem_mb)")"
-	assert_eq "ai_bytes=0 keeps the default" "$(doc_default ai_bytes)" \
-		"$(cat "$(tun mrtun_dev ai_bytes)")"
+	assert_eq "ai_bytes=0 as given" 0 "$(cat "$(tun mrtun_dev ai_bytes)")"
+	assert_eq "rto_max_us at its default" "$(doc_default rto_max_us)" \
+		"$(cat "$(tun mrtun_dev rto_max_us)")"
 }
 
 defaults() {
 	local t want
+	((${#TUNABLES[@]} >= 20)) ||
+		mr_fail "${#TUNABLES[@]} tunables read from tunables.h"
 	for t in "${TUNABLES[@]}"; do
 		want=$(doc_default "$t")
 		[[ -n $want ]] || mr_fail "$t has no default in $DOC"
