@@ -21,6 +21,7 @@
 #   make bench            run the whole VM benchmark set in one boot
 #   make bench-fastpath   the userspace fast path against rxe's (VM)
 #   make bench-scale      4000 RC QPs: time and memory per QP, against rxe (VM)
+#   make bench-compare OLD=REV  today's module against REV's, one boot (VM)
 #
 # Every build product lives under build/: the module is built out of a
 # shadow tree per kernel release (build/kmod/<release>/), so builds for
@@ -60,13 +61,13 @@ CHECK_USERLAND_TARGETS := $(addprefix check-userland-,$(SUITES))
 	uninstall sign deps deps-check deps-check-all rootfs check check-man check-docs \
 	check-install check-core check-build check-vm check-vm-6.1 \
 	check-matrix check-debug debug-kernel deps-debug check-dkms \
-	checkpatch fuzz-vm sparse demo sim bench \
+	checkpatch fuzz-vm sparse demo sim bench bench-compare \
 	bench-fastpath bench-scale clean help
 
 all: module userspace
 
 help:
-	@sed -n '3,23p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,24p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 # --- kernel module --------------------------------------------------------
 
@@ -274,6 +275,10 @@ sim:
 # fastpath.sh (~10), scale.sh (~2), multiplane.sh (~15).
 bench: deps-check modules-vm userspace test-tools
 	@$(TOP)/selftests/vm/run --kernel 6.12 --mem 4G --timeout 6000 -- $(TOP)/selftests/bench/all.sh
+
+# Today's module against commit OLD's in one boot (lossless and 1 %; ~25 min).
+bench-compare: deps-check modules-vm userspace test-tools
+	@$(TOP)/scripts/bench-compare.sh $(OLD) $(ROUNDS)
 
 bench-fastpath: deps-check modules-vm userspace
 	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 1800 -- $(TOP)/selftests/bench/fastpath.sh
