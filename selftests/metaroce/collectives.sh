@@ -101,7 +101,7 @@ UCX_SRV_NS=mrs1 UCX_SRV_IP=10.60.1.1
 # output is in $MR_TMP/NAME.client, its Final line in $MR_TMP/NAME.final.
 ucx_pair() {
 	local name=$1 tls=$2 srv rc=0 cmd
-	cmd=(timeout 120 ucx_perftest -t "$3" -s "$4" -n "$5" -p "$UCX_PORT")
+	cmd=(timeout "$(mr_secs 120)" ucx_perftest -t "$3" -s "$4" -n "$5" -p "$UCX_PORT")
 	UCX_TLS=$tls "${UCX_SRV[@]}" "${cmd[@]}" >"$MR_TMP/$name.server" \
 		2>&1 </dev/null &
 	srv=$!
@@ -250,7 +250,7 @@ coll() {
 	devstats "$name.before"
 	if ! ip netns exec mrs0 unshare --uts sh -c "hostname mrs0; exec \
 		env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		timeout 600 mpirun -np $NHOSTS --host $hosts \
+		timeout "$(mr_secs 600)" mpirun -np $NHOSTS --host $hosts \
 		--mca plm_rsh_agent $HERE/mpi_agent.sh \
 		--mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_exclude lo \
 		$MPI_OPTS -x UCX_TLS=$tls $RANK_CMD" \
@@ -376,7 +376,7 @@ coll_rxe() {
 	rxe_mark "$name"
 	# shellcheck disable=SC2086 # MPI_OPTS and RANK_CMD are word lists
 	if ! MR_RANK_DEVS="${MR_RXE_DEVS[*]}" OMPI_ALLOW_RUN_AS_ROOT=1 \
-		OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 \
+		OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$(mr_secs 600)" \
 		mpirun -np "$NHOSTS" --oversubscribe $MPI_OPTS \
 		-x UCX_TLS=rc_verbs,ud_verbs,self -x MR_RANK_DEVS \
 		-x UCX_UD_ETH_DGID_CHECK=n $RANK_CMD \

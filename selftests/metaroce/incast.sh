@@ -169,7 +169,7 @@ incast_once() {
 	BAD=()
 	for ((i = 0; i < SENDERS; i++)); do
 		mr_stats "mrs${i}_dev" "mrs$i" >"$MR_TMP/s$i.before"
-		ip netns exec mrsr timeout 90 ib_write_bw -d mrsr_dev \
+		ip netns exec mrsr timeout "$(mr_secs 90)" ib_write_bw -d mrsr_dev \
 			-x "$MR_STAR_RX_GIDX" -p $((PORT + i)) -s 65536 -D "$DURATION" \
 			>"$MR_TMP/srv$i" 2>&1 </dev/null &
 		spids+=($!)
@@ -188,7 +188,7 @@ incast_once() {
 	ppid=$!
 	mr_defer kill "$ppid"
 	for ((i = 0; i < SENDERS; i++)); do
-		ip netns exec "mrs$i" timeout 90 ib_write_bw -d "mrs${i}_dev" \
+		ip netns exec "mrs$i" timeout "$(mr_secs 90)" ib_write_bw -d "mrs${i}_dev" \
 			-x "${MR_STAR_GIDX[i]}" -p $((PORT + i)) -s 65536 \
 			-D "$DURATION" "$MR_STAR_RX_IP" >"$MR_TMP/cli$i" 2>&1 </dev/null &
 		cpids+=($!)

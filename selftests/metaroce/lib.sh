@@ -193,6 +193,11 @@ assert_fails() {
 	shopt -u nocasematch
 }
 
+# mr_secs SECONDS: SECONDS times MR_TEST_TIMEOUT_SCALE (run_tests.sh: a slow
+# kernel, make check-debug's, multiplies every limit by it), for the hard
+# limits (timeout(1)) a program puts on the tools it runs.
+mr_secs() { echo $(($1 * ${MR_TEST_TIMEOUT_SCALE:-1})); }
+
 # wait_for SECONDS CMD...: polls CMD every 0.1 s; non-zero on timeout.
 wait_for() {
 	local deadline=$((SECONDS + $1))
@@ -518,7 +523,7 @@ mr_pair() {
 	mr_tmpdir
 	for ((try = 1; try <= tries; try++)); do
 		MR_PAIR_SRV_RC=0 MR_PAIR_CLI_RC=0
-		ip netns exec "$MR_B_NS" timeout -k 5 "$limit" "${srv[@]}" \
+		ip netns exec "$MR_B_NS" timeout -k 5 "$(mr_secs "$limit")" "${srv[@]}" \
 			>"$MR_TMP/$name.server" 2>&1 </dev/null &
 		pid=$!
 		mr_defer kill "$pid"
@@ -530,7 +535,7 @@ mr_pair() {
 			mr_fail "$name: the server was not ready ($ready) after" \
 				"$((SECONDS - t0))s; exit status $MR_PAIR_SRV_RC"
 		fi
-		ip netns exec "$MR_A_NS" timeout -k 5 "$limit" "${cli[@]}" \
+		ip netns exec "$MR_A_NS" timeout -k 5 "$(mr_secs "$limit")" "${cli[@]}" \
 			>"$MR_TMP/$name.client" 2>&1 </dev/null || MR_PAIR_CLI_RC=$?
 		if ((MR_PAIR_CLI_RC != 0)) && ! wait_for 15 _mr_gone "$pid"; then
 			kill "$pid" 2>/dev/null || true

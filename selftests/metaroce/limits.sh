@@ -45,7 +45,7 @@ setup() {
 # the caller's (ib_core resolves addresses in the namespace of the GID's
 # netdev).
 run() {
-	timeout -k 5 600 "$@"
+	timeout -k 5 "$(mr_secs 600)" "$@"
 }
 
 # no_peers: A's device holds no peer (debugfs).

@@ -61,7 +61,7 @@ setup() {
 }
 
 group() {
-	timeout -k 5 300 "$TOOL" "$1" "$DEV" "$GIDX" "${@:2}" ||
+	timeout -k 5 "$(mr_secs 300)" "$TOOL" "$1" "$DEV" "$GIDX" "${@:2}" ||
 		mr_fail "mr_misuse $1 failed"
 }
 

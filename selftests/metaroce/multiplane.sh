@@ -419,10 +419,10 @@ congestion() {
 	# The competing flow, between the plane-0 link addresses.
 	ip -n "$MR_A_NS" route add 10.41.0.0/24 via 10.40.0.254 dev fa0
 	ip -n "$MR_B_NS" route add 10.40.0.0/24 via 10.41.0.254 dev fb0
-	ip netns exec "$MR_B_NS" timeout 60 iperf3 -s -1 -B 10.41.0.1 -p 18591 \
+	ip netns exec "$MR_B_NS" timeout "$(mr_secs 60)" iperf3 -s -1 -B 10.41.0.1 -p 18591 \
 		>"$MR_TMP/iperf.srv" 2>&1 </dev/null &
 	assert_wait "iperf3 listens" 20 mr_tcp_listening "$MR_B_NS" 18591
-	ip netns exec "$MR_A_NS" timeout 60 iperf3 -c 10.41.0.1 -B 10.40.0.1 -p 18591 \
+	ip netns exec "$MR_A_NS" timeout "$(mr_secs 60)" iperf3 -c 10.41.0.1 -B 10.40.0.1 -p 18591 \
 		-u -b $((RATE_BPS * 2 / 3)) -t 16 >"$MR_TMP/iperf.cli" 2>&1 </dev/null &
 	sleep 2
 	mr_stats "$MR_A_DEV" "$MR_A_NS" >"$MR_TMP/a.before"

@@ -244,7 +244,7 @@ target() {
 connect() {
 	local out ctrl
 	[[ -L $PORTDIR/subsystems/$NQN ]] || mr_skip "the target is not set up"
-	out=$(timeout 120 nvme connect -t rdma -a "$T_IP" -s "$PORT" -n "$NQN" \
+	out=$(timeout "$(mr_secs 120)" nvme connect -t rdma -a "$T_IP" -s "$PORT" -n "$NQN" \
 		-w "$H_IP" --hostnqn="$HOSTNQN" --hostid="$HOSTID" 2>&1) ||
 		{ diag; mr_fail "nvme connect failed ($?): $out"; }
 	mr_log "nvme connect: $out"
@@ -323,7 +323,7 @@ write_read_verify() {
 disconnect() {
 	local out
 	host_ctrl >/dev/null || mr_skip "not connected"
-	out=$(timeout 60 nvme disconnect -n "$NQN" 2>&1) ||
+	out=$(timeout "$(mr_secs 60)" nvme disconnect -n "$NQN" 2>&1) ||
 		mr_fail "nvme disconnect failed ($?): $out"
 	assert_match "nvme disconnect output" "disconnected 1 controller" "$out"
 	assert_wait "block device gone" 10 host_disk_gone
@@ -338,10 +338,10 @@ target_down() {
 	[[ ! -d $SUBSYS && ! -d $PORTDIR ]] || mr_fail "nvmet configfs entries left"
 	# The ULPs let go of the devices: unloading them and deleting the
 	# devices must not block.
-	assert_ok "modprobe -r nvme-rdma nvmet-rdma" timeout 60 \
+	assert_ok "modprobe -r nvme-rdma nvmet-rdma" timeout "$(mr_secs 60)" \
 		modprobe -r nvme-rdma nvmet-rdma
-	assert_ok "rdma link delete $H_DEV" timeout 30 rdma link delete "$H_DEV"
-	assert_ok "rdma link delete $T_DEV" timeout 30 rdma link delete "$T_DEV"
+	assert_ok "rdma link delete $H_DEV" timeout "$(mr_secs 30)" rdma link delete "$H_DEV"
+	assert_ok "rdma link delete $T_DEV" timeout "$(mr_secs 30)" rdma link delete "$T_DEV"
 }
 not() { ! "$@"; }
 

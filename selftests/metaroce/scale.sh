@@ -247,7 +247,7 @@ memory() {
 
 # integrity_side NS DEV GIDX [SERVER]: one side of the background traffic.
 integrity_side() {
-	ip netns exec "$1" timeout -k 5 $((300 + CHURN_BATCHES / 2)) \
+	ip netns exec "$1" timeout -k 5 "$(mr_secs $((300 + CHURN_BATCHES / 2)))" \
 		"$ITOOL" -d "$2" -g "$3" \
 		-p "$IPORT" -q 8 -n "$CHURN_BATCHES" -b 16 -m 1048576 -s 7 \
 		-t 120 "${@:4}" </dev/null
@@ -307,13 +307,13 @@ lat_run() {
 # bulk_start: one ib_write_bw QP of 1 MiB WRITEs from A to B for
 # BULK_SECONDS, in the background (pids in BULK_PIDS).
 bulk_start() {
-	ip netns exec "$MR_B_NS" timeout 120 ib_write_bw -d "$MR_B_DEV" \
+	ip netns exec "$MR_B_NS" timeout "$(mr_secs 120)" ib_write_bw -d "$MR_B_DEV" \
 		-x "$MR_B_GIDX" -p "$BPORT" -s 1048576 -D "$BULK_SECONDS" \
 		>"$MR_TMP/bulk.server" 2>&1 </dev/null &
 	BULK_PIDS=($!)
 	mr_defer kill "${BULK_PIDS[0]}"
 	assert_wait "ib_write_bw listens" 30 mr_tcp_listening "$MR_B_NS" "$BPORT"
-	ip netns exec "$MR_A_NS" timeout 120 ib_write_bw -d "$MR_A_DEV" \
+	ip netns exec "$MR_A_NS" timeout "$(mr_secs 120)" ib_write_bw -d "$MR_A_DEV" \
 		-x "$MR_A_GIDX" -p "$BPORT" -s 1048576 -D "$BULK_SECONDS" "$MR_B_IP" \
 		>"$MR_TMP/bulk.client" 2>&1 </dev/null &
 	BULK_PIDS+=($!)
