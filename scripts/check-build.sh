@@ -112,7 +112,7 @@ sparse() {
 }
 
 # assertion_bites OBJ SED REGEX: in a copy of the module's sources with
-# SED applied to drivers/metaroce/limits.h, OBJ (e.g. drivers/metaroce/qp.o)
+# SED applied to drivers/metaroce/limits.h, OBJ (e.g. drivers/metaroce/ud.o)
 # must fail to build with an error matching REGEX.
 assertion_bites() {
 	local obj=$1 expr=$2 re=$3 tree=$LOGS/assert-tree log=$LOGS/assert.log

@@ -136,7 +136,7 @@ struct mr_dev {
 	atomic_t limited[MR_LIM_NR];
 
 	/*
-	 * Memory regions by key >> 8 (mr.c). Written in process context
+	 * Memory regions by key >> 8 (mem.c). Written in process context
 	 * under the xarray's lock; read under RCU from any context.
 	 */
 	struct xarray mrs;
@@ -145,7 +145,7 @@ struct mr_dev {
 	spinlock_t atomic_lock;
 
 	/*
-	 * Data path (qp.c, peer.c, napi.c). QPs by number: written in process
+	 * Data path (the QP files, peer.c, napi.c). QPs by number: written in process
 	 * context with the _bh xarray calls, looked up from NAPI under the
 	 * xarray lock, which pins a reference.
 	 */

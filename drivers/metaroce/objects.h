@@ -2,7 +2,7 @@
 /*
  * Verbs objects of metaroce.ko and the interfaces between their files.
  *
- *  mr.c     memory regions (struct mr_mem): user MRs pinned with ib_umem,
+ *  mem.c    memory regions (struct mr_mem): user MRs pinned with ib_umem,
  *           kernel DMA MRs, fast-registration MRs; key table; bounds- and
  *           rights-checked copies to and from registered memory and
  *           scatter/gather lists.
@@ -71,7 +71,7 @@ static inline bool mr_udata_no_request(struct ib_udata *udata)
  */
 int mr_udata_request(struct ib_udata *udata, u32 known, u32 *comp_mask);
 
-/* ------------------------------------------------------------------ mr.c */
+/* ----------------------------------------------------------------- mem.c */
 
 enum mr_mem_type {
 	MR_MEM_DMA,		/* ib_get_dma_mr(): kernel virtual addresses */
@@ -510,7 +510,7 @@ int mr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int mr_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		 const struct ib_recv_wr **bad_wr);
 
-/* Copy between an SGE list (lkeys, checked per SGE) and a buffer/skb (mr.c). */
+/* Copy between an SGE list (lkeys, checked per SGE) and a buffer/skb (mem.c). */
 int mr_sges_read(struct mr_dev *dev, struct ib_pd *pd,
 		 const struct ib_sge *sge, u32 num_sge, u32 offset, void *to,
 		 u32 len);

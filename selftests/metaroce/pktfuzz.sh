@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # timeout: 900
 #
-# The driver layer under fuzzed packets (issue 25): napi.c, peer.c, qp.c,
-# mr.c and the skb handling get mutated copies of real packets while they
+# The driver layer under fuzzed packets (issue 25): napi.c, peer.c, the QP
+# files, mem.c and the skb handling get mutated copies of real packets while they
 # have live QPs, MRs and SRQs. Host A (10.9.2.1, plus 10.9.2.20) and host B
 # (10.9.2.2), B's device the target (pktfuzz.py does the fuzzing):
 #

@@ -298,7 +298,7 @@ void flow_completed(struct flow *f, u32 bytes);
 
 void sim_debug_flow(struct flow *f);
 
-/* mr.c */
+/* metaroce.c */
 void mr_flow_start(struct flow *f);
 /* A paced application hands @bytes more over to flow @f. */
 void mr_flow_allow(struct flow *f, u64 bytes);

@@ -140,7 +140,7 @@ int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path,
 		      u64 now);
 void mr_conn_mark_dirty(struct mr_conn *c, struct mr_qp *qp);
 
-/* qp.c */
+/* msg.c */
 int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now);
 int mr_qp_fill_hdr(struct mr_qp *qp, const struct mr_seg *s,
 		   struct mr_hdr *h);
