@@ -112,11 +112,54 @@ static inline void mr_drop(struct mr_conn *c, struct mr_rx *rx, int reason)
 	c->drops[reason]++;
 }
 
+/*
+ * Constants of the path and connection control (protocol.rst section 9,
+ * where each has its row). Fractions (alpha, weights) are in
+ * 1/MR_WEIGHT_ONE.
+ */
+#define MR_SRTT_GAIN		8	/* RFC 6298: srtt += (rtt - srtt) / 8 */
+#define MR_RTTVAR_GAIN		4	/* rttvar += (|d| - rttvar) / 4 */
+#define MR_RTO_BACKOFF_MAX	10	/* "RTO backoff cap": 2^10 */
+#define MR_REPICK_CUTS		3	/* "Re-pick count" */
+#define MR_WEIGHT_REPICK	(MR_WEIGHT_ONE / 4)	/* "re-pick weight" */
+#define MR_WEIGHT_REVIVE	(MR_WEIGHT_ONE / 8)	/* "revival weight" */
+/* A cut by alpha removes alpha / 2 of the weight or window. */
+#define MR_CUT_DIV		(2 * MR_WEIGHT_ONE)
+#define MR_CONN_CUT_ALPHA_MIN	64	/* "Connection cut floor" */
+
+/* The round trip assumed where none is measured, and cuts' least spacing. */
+static inline u32 mr_rtt_floor(const struct mr_conn *c)
+{
+	return c->cfg.rto_min_ns / 4;
+}
+
+static inline int mr_path_usable(const struct mr_path *p)
+{
+	return p->state != MR_PATH_DEAD;
+}
+
+/* Queue @s for retransmission (once; the scan starts at the oldest). */
+static inline void mr_seg_queue_rtx(struct mr_conn *c, struct mr_seg *s)
+{
+	if (s->state == MR_SEGS_QUEUED)
+		return;
+	s->state = MR_SEGS_QUEUED;
+	c->rtx_cnt++;
+	if (mr_seq_lt(s->dsn, c->rtx_scan))
+		c->rtx_scan = s->dsn;
+}
+
+/* @qp has something to say in the next ACK (its block). */
+static inline void mr_conn_mark_dirty(struct mr_conn *c, struct mr_qp *qp)
+{
+	if (!mr_list_linked(&qp->dirty_node))
+		mr_list_add_tail(&qp->dirty_node, &c->dirty);
+}
+
 /* path.c */
 void mr_path_init(struct mr_conn *c, struct mr_path *p, u32 id, u64 now);
 u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p);
 u64 mr_conn_rto(const struct mr_conn *c);
-int mr_path_usable(const struct mr_path *p);
 void mr_path_sent(struct mr_conn *c, u32 id, u32 dsn, u32 wire_len, u64 now);
 void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap,
 		    u64 now);
@@ -130,15 +173,19 @@ void mr_paths_requeue(struct mr_conn *c);
 /* receive side */
 int mr_rpath_rx(struct mr_conn *c, const struct mr_hdr *h, int ce, u64 now);
 
-/* conn.c */
-void mr_seg_queue_rtx(struct mr_conn *c, struct mr_seg *s);
-void mr_seg_release(struct mr_conn *c, struct mr_seg *s, u64 now);
-void mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
-		       u64 now);
+/*
+ * cc.c: the connection's window. The first two return 1 when the window
+ * changed in a way the paths' shares must follow (mr_paths_rebalance()).
+ */
+int mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
+		      u64 now);
 int mr_conn_cc_on_timeout(struct mr_conn *c, u64 now);
+void mr_conn_clamp(struct mr_conn *c);
+
+/* conn.c */
+void mr_seg_release(struct mr_conn *c, struct mr_seg *s, u64 now);
 int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path,
 		      u64 now);
-void mr_conn_mark_dirty(struct mr_conn *c, struct mr_qp *qp);
 
 /* msg.c */
 int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now);

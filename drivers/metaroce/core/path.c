@@ -189,7 +189,8 @@ static u32 mr_path_rto_cap(const struct mr_conn *c, const struct mr_path *p,
 	/* A dead path's outstanding packet is a probe: it has its own pace. */
 	if (p->state == MR_PATH_DEAD)
 		return (u32)mr_probe_pace(c);
-	rto = mr_path_rto_base(c, p, cap) << mr_min32(p->timeouts, 10);
+	rto = mr_path_rto_base(c, p, cap) <<
+	      mr_min32(p->timeouts, MR_RTO_BACKOFF_MAX);
 	return (u32)mr_min64(rto, c->cfg.rto_max_ns);
 }
 
@@ -217,11 +218,6 @@ u64 mr_conn_rto(const struct mr_conn *c)
 	if (best == MR_U64_MAX)
 		best = c->cfg.rto_init_ns;
 	return mr_min64(best, c->cfg.rto_max_ns);
-}
-
-int mr_path_usable(const struct mr_path *p)
-{
-	return p->state != MR_PATH_DEAD;
 }
 
 static int mr_path_has_out(const struct mr_path *p)
@@ -453,10 +449,12 @@ static void mr_path_rtt_sample(struct mr_path *p, u32 rtt)
 		p->min_rtt = rtt;
 	/* RFC 6298 gains: 1/4 for the variance, 1/8 for the mean. */
 	if (rtt > p->srtt)
-		p->rttvar = p->rttvar - p->rttvar / 4 + (rtt - p->srtt) / 4;
+		p->rttvar = p->rttvar - p->rttvar / MR_RTTVAR_GAIN +
+			    (rtt - p->srtt) / MR_RTTVAR_GAIN;
 	else
-		p->rttvar = p->rttvar - p->rttvar / 4 + (p->srtt - rtt) / 4;
-	p->srtt = p->srtt - p->srtt / 8 + rtt / 8;
+		p->rttvar = p->rttvar - p->rttvar / MR_RTTVAR_GAIN +
+			    (p->srtt - rtt) / MR_RTTVAR_GAIN;
+	p->srtt = p->srtt - p->srtt / MR_SRTT_GAIN + rtt / MR_SRTT_GAIN;
 }
 
 static u32 mr_congested_alpha(const struct mr_conn *c)
@@ -467,7 +465,7 @@ static u32 mr_congested_alpha(const struct mr_conn *c)
 /* Lowest ECN fraction among the usable paths other than @self. */
 static u32 mr_best_alpha(const struct mr_conn *c, const struct mr_path *self)
 {
-	u32 i, best = 1024;
+	u32 i, best = MR_WEIGHT_ONE;
 
 	for (i = 0; i < c->npaths; i++) {
 		const struct mr_path *p = &c->path[i];
@@ -483,7 +481,7 @@ void mr_path_repick(struct mr_conn *c, struct mr_path *p)
 	p->sport = mr_pick_port(c, p, p->sport);
 	p->alpha = 0;
 	p->hot = 0;
-	p->weight = MR_WEIGHT_ONE / 4;
+	p->weight = MR_WEIGHT_REPICK;
 	p->repicks++;
 	mr_stat(c, MR_ST_PATH_REPICK, 1);
 }
@@ -498,7 +496,7 @@ static void mr_path_ecn(struct mr_conn *c, struct mr_path *p, u32 dce,
 		return;
 	if (dce > drx)
 		dce = drx;
-	f = dce * 1024 / drx;
+	f = dce * MR_WEIGHT_ONE / drx;
 	if (f > p->alpha)
 		p->alpha += (f - p->alpha) >> c->cfg.ecn_shift ?: 1;
 	else
@@ -511,15 +509,15 @@ static void mr_path_ecn(struct mr_conn *c, struct mr_path *p, u32 dce,
 		 * path has no weight to cut (0) and is not re-picked.
 		 */
 		if (p->state != MR_PATH_DEAD &&
-		    now - p->last_cut >= mr_max32(p->srtt, c->cfg.rto_min_ns / 4)) {
-			u32 cut = (u32)p->weight * p->alpha / 2048;
+		    now - p->last_cut >= mr_max32(p->srtt, mr_rtt_floor(c))) {
+			u32 cut = (u32)p->weight * p->alpha / MR_CUT_DIV;
 
 			p->weight = (u16)mr_max32(p->weight - mr_max32(cut, 1),
 						  MR_WEIGHT_MIN);
 			p->last_cut = now;
 			if (c->cfg.repick_alpha && p->alpha >= c->cfg.repick_alpha &&
 			    mr_best_alpha(c, p) < c->cfg.repick_alpha / 2) {
-				if (++p->hot >= 3)
+				if (++p->hot >= MR_REPICK_CUTS)
 					mr_path_repick(c, p);
 			}
 		}
@@ -601,7 +599,7 @@ static void mr_paths_overtake(struct mr_conn *c, const struct mr_path *p)
 static void mr_path_revive(struct mr_conn *c, struct mr_path *p)
 {
 	p->state = MR_PATH_GOOD;
-	p->weight = MR_WEIGHT_ONE / 8;
+	p->weight = MR_WEIGHT_REVIVE;
 	p->alpha = 0;
 	mr_stat(c, MR_ST_PATH_REVIVED, 1);
 	/* Give it its share of the window now. */
@@ -753,8 +751,8 @@ void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap, u64 now)
 		dce = 0;
 	}
 
-	if (progress || dce)
-		mr_conn_cc_on_ack(c, bytes, acked, dce, now);
+	if ((progress || dce) && mr_conn_cc_on_ack(c, bytes, acked, dce, now))
+		mr_paths_rebalance(c);
 }
 
 /* Has a usable path other than @self been acknowledged after @since? */
@@ -876,8 +874,10 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 			 * path loses its later packets too), and halving for
 			 * each of them starves the paths that deliver.
 			 */
-			if (!p->series_cut && mr_conn_cc_on_timeout(c, now))
+			if (!p->series_cut && mr_conn_cc_on_timeout(c, now)) {
+				mr_paths_rebalance(c);
 				p->series_cut = 1;
+			}
 			if (p->state != MR_PATH_DEAD) {
 				p->weight = (u16)mr_max32(p->weight / 2,
 							  MR_WEIGHT_MIN);
