@@ -246,4 +246,14 @@ static inline void mr_udp_tunnel6_xmit_skb(struct dst_entry *dst,
 #define udp_tunnel6_xmit_skb mr_udp_tunnel6_xmit_skb
 #endif
 
+/*
+ * Tracepoints: __assign_str() takes the source string again before 6.10;
+ * since, only the field (the source given to __string()).
+ */
+#ifdef MR_HAVE_ASSIGN_STR_DST
+#define mr_assign_str(dst, ...)	__assign_str(dst)
+#else
+#define mr_assign_str(dst, ...)	__assign_str(dst, __VA_ARGS__)
+#endif
+
 #endif /* _METAROCE_COMPAT_H */

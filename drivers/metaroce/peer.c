@@ -30,6 +30,7 @@
 #include <linux/slab.h>
 
 #include "metaroce.h"
+#include "trace.h"
 
 /* How long an unused, idle peer is kept (ns). */
 #define MR_PEER_IDLE_NS		(5ULL * NSEC_PER_SEC)
@@ -266,6 +267,31 @@ static void mr_cookie_rotate(struct mr_dev *dev, u64 now)
 	dev->cookie_next = now + MR_COOKIE_ROTATE_NS;
 }
 
+/* The engine's events, as tracepoints (trace.h). */
+static void mr_peer_trace(void *env, struct mr_conn *c, int event, int path,
+			  u64 a, u64 b)
+{
+	const struct mr_peer *peer = container_of(c, struct mr_peer, conn);
+
+	switch (event) {
+	case MR_TRACE_PATH_STATE:
+		trace_metaroce_path_state(peer, path, a, b);
+		break;
+	case MR_TRACE_PATH_REPICK:
+		trace_metaroce_path_repick(peer, path, a, b);
+		break;
+	case MR_TRACE_TIMEOUT:
+		trace_metaroce_timeout(peer, path, a, b);
+		break;
+	case MR_TRACE_RETRANSMIT:
+		trace_metaroce_retransmit(peer, path, a, b);
+		break;
+	case MR_TRACE_EPOCH:
+		trace_metaroce_epoch(peer, path, a, b);
+		break;
+	}
+}
+
 static const struct mr_env_ops mr_peer_ops = {
 	.xmit = mr_peer_xmit,
 	.complete = mr_peer_complete,
@@ -276,6 +302,7 @@ static const struct mr_env_ops mr_peer_ops = {
 	.route_key = mr_peer_route_key,
 	.host_window = mr_peer_host_window,
 	.cookie = mr_peer_cookie,
+	.trace = mr_peer_trace,
 };
 
 static enum hrtimer_restart mr_peer_timer_fn(struct hrtimer *t)

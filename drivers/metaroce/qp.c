@@ -20,6 +20,7 @@
 
 #include "metaroce.h"
 #include "qp.h"
+#include "trace.h"
 
 /* ------------------------------------------------------------------ lookup */
 
@@ -62,6 +63,7 @@ void mr_qp_eng_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe)
 
 void mr_qp_eng_error(struct mr_ibqp *qp, int status)
 {
+	trace_metaroce_qp_error(qp, mr_wc_status(status));
 	WRITE_ONCE(qp->state, IB_QPS_ERR);
 	mr_qp_flush_sq(qp);
 	mr_qp_flush_rq(qp);
@@ -90,6 +92,8 @@ static void mr_qp_broken(struct mr_ibqp *qp)
 	clear_bit(MR_QP_BROKEN, &qp->retire);
 	if (st == IB_QPS_RESET || st == IB_QPS_ERR)
 		return;
+	/* A completion it could not report: its own operation failed. */
+	trace_metaroce_qp_error(qp, IB_WC_LOC_QP_OP_ERR);
 	WRITE_ONCE(qp->state, IB_QPS_ERR);
 	peer = READ_ONCE(qp->peer);
 	if (peer) {

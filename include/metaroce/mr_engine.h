@@ -402,6 +402,29 @@ struct mr_env_ops {
 	 * an epoch is unknown: never for a packet of the current epoch.
 	 */
 	u64 (*cookie)(void *env, struct mr_conn *c, u32 epoch, int prev);
+	/*
+	 * Optional (may be NULL): an event of @c worth tracing (enum
+	 * mr_trace_event), on path @path (-1: the connection's); @a and @b as
+	 * the event's comment says. Called under the connection's lock; it
+	 * must not call back into the engine.
+	 */
+	void (*trace)(void *env, struct mr_conn *c, int event, int path, u64 a,
+		      u64 b);
+};
+
+/* What mr_env_ops.trace reports. */
+enum mr_trace_event {
+	MR_TRACE_PATH_STATE,	/* a: old enum mr_path_state, b: new */
+	MR_TRACE_PATH_REPICK,	/* a: old UDP source port, b: new */
+	MR_TRACE_TIMEOUT,	/* a: consecutive timeouts, b: the next RTO, ns */
+	MR_TRACE_RETRANSMIT,	/* a: DSN, b: enum mr_retx_cause */
+	MR_TRACE_EPOCH,		/* a: the peer's old epoch (0: none), b: new */
+};
+
+enum mr_retx_cause {
+	MR_RETX_SACK,		/* a hole the path's SACK showed */
+	MR_RETX_RTO,		/* the path's retransmission timeout */
+	MR_RETX_OVERDUE,	/* overdue next to a faster path (7.7) */
 };
 
 /*

@@ -583,6 +583,7 @@ static void mr_rx_reset(struct mr_conn *c, u32 epoch, u32 base)
 		c->dsn_cum = base;
 		memset(c->dsn_bits, 0, sizeof(c->dsn_bits));
 	}
+	mr_trace(c, MR_TRACE_EPOCH, -1, c->rx_epoch, epoch);
 	c->rx_epoch = epoch;
 	c->rx_epoch_pkts = 0;
 	c->hint_sent = 0;

@@ -127,6 +127,14 @@ static inline void mr_drop(struct mr_conn *c, struct mr_rx *rx, int reason)
 #define MR_CUT_DIV		(2 * MR_WEIGHT_ONE)
 #define MR_CONN_CUT_ALPHA_MIN	64	/* "Connection cut floor" */
 
+/* Report @event to the environment if it traces (mr_env_ops.trace). */
+static inline void mr_trace(struct mr_conn *c, int event, int path, u64 a,
+			    u64 b)
+{
+	if (c->ops->trace)
+		c->ops->trace(c->env, c, event, path, a, b);
+}
+
 /* The round trip assumed where none is measured, and cuts' least spacing. */
 static inline u32 mr_rtt_floor(const struct mr_conn *c)
 {

@@ -328,6 +328,8 @@ static void mr_slot_lost(struct mr_conn *c, struct mr_path *p, u32 id,
 		return;
 	mr_seg_queue_rtx(c, s);
 	mr_stat(c, rto ? MR_ST_RETX_RTO : MR_ST_RETX_SACK, 1);
+	mr_trace(c, MR_TRACE_RETRANSMIT, (int)id, s->dsn,
+		 rto ? MR_RETX_RTO : MR_RETX_SACK);
 }
 
 /*
@@ -431,6 +433,8 @@ void mr_paths_overdue(struct mr_conn *c, u64 now)
 			p->lost++;
 			mr_seg_queue_rtx(c, s);
 			mr_stat(c, MR_ST_RETX_OVERDUE, 1);
+			mr_trace(c, MR_TRACE_RETRANSMIT, (int)i, s->dsn,
+				 MR_RETX_OVERDUE);
 			psn++;
 		}
 		p->overdue_psn = psn;
@@ -478,7 +482,10 @@ static u32 mr_best_alpha(const struct mr_conn *c, const struct mr_path *self)
 
 void mr_path_repick(struct mr_conn *c, struct mr_path *p)
 {
+	u16 old = p->sport;
+
 	p->sport = mr_pick_port(c, p, p->sport);
+	mr_trace(c, MR_TRACE_PATH_REPICK, (int)(p - c->path), old, p->sport);
 	p->alpha = 0;
 	p->hot = 0;
 	p->weight = MR_WEIGHT_REPICK;
@@ -532,9 +539,15 @@ static void mr_path_ecn(struct mr_conn *c, struct mr_path *p, u32 dce,
 		if (p->alpha < mr_congested_alpha(c) / 2)
 			p->hot = 0;
 	}
-	if (p->state != MR_PATH_DEAD)
-		p->state = p->alpha >= mr_congested_alpha(c) ?
-			   MR_PATH_CONGESTED : MR_PATH_GOOD;
+	if (p->state != MR_PATH_DEAD) {
+		u8 st = p->alpha >= mr_congested_alpha(c) ? MR_PATH_CONGESTED :
+							    MR_PATH_GOOD;
+
+		if (st != p->state)
+			mr_trace(c, MR_TRACE_PATH_STATE, (int)(p - c->path),
+				 p->state, st);
+		p->state = st;
+	}
 }
 
 /*
@@ -598,6 +611,8 @@ static void mr_paths_overtake(struct mr_conn *c, const struct mr_path *p)
 /* A dead path's probe was answered: back with a low weight. */
 static void mr_path_revive(struct mr_conn *c, struct mr_path *p)
 {
+	mr_trace(c, MR_TRACE_PATH_STATE, (int)(p - c->path), p->state,
+		 MR_PATH_GOOD);
 	p->state = MR_PATH_GOOD;
 	p->weight = MR_WEIGHT_REVIVE;
 	p->alpha = 0;
@@ -861,6 +876,8 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 			p->timeouts_total++;
 			if (p->timeouts < 255)
 				p->timeouts++;
+			mr_trace(c, MR_TRACE_TIMEOUT, (int)i, p->timeouts,
+				 mr_path_rto_cap(c, p, cap));
 			/*
 			 * As after a TCP timeout, one retransmission may go
 			 * even if packets the other paths have not yet timed
@@ -883,6 +900,8 @@ void mr_path_timeouts(struct mr_conn *c, u64 now)
 							  MR_WEIGHT_MIN);
 				if (p->timeouts >= c->cfg.dead_after &&
 				    mr_path_may_die(c, p, since)) {
+					mr_trace(c, MR_TRACE_PATH_STATE, (int)i,
+						 p->state, MR_PATH_DEAD);
 					p->state = MR_PATH_DEAD;
 					p->dead_psn = p->nxt;
 					p->weight = 0;
