@@ -11,10 +11,15 @@
 #               epoch 0 -> another, on both devices) and metaroce_retransmit
 #               (dsn and cause), each naming one of the two devices and the
 #               other's address
+#   path_dead   mr_mixed while A's packets from path 0's source port are
+#               dropped for 3 s (a u32 filter on A's veth): path 0 goes dead
+#               and comes back (metaroce_path_state "-> dead" and
+#               "dead -> good", path=0, on A)
 #   link_cut    the same, then the link cut (netem 100 %): the paths time
-#               out (metaroce_timeout, next_rto_ns set), all but the last
-#               go dead (metaroce_path_state "-> dead") and every QP fails
-#               (metaroce_qp_error, "transport retry counter exceeded")
+#               out (metaroce_timeout, next_rto_ns set) and every QP fails
+#               (metaroce_qp_error, "transport retry counter exceeded");
+#               no path is declared dead, as none gets through (protocol.rst
+#               7.9: never the last usable one)
 #
 # Port re-picks (metaroce_path_repick) need a path whose ECN fraction stays
 # above repick_alpha while another's does not: not made here (the
@@ -36,6 +41,7 @@ EVENTS=(metaroce_path_state metaroce_path_repick metaroce_timeout
 
 events() {
 	local e
+	modprobe "$MR_MOD"
 	for e in "${EVENTS[@]}"; do
 		assert_ok "$e exists" test -d "$TR/events/metaroce/$e"
 	done
@@ -89,6 +95,49 @@ lossy() {
 	names_devices metaroce_epoch
 }
 
+# path0_sport: the UDP source port of path 0 of A's connection to B, once
+# QPs use it.
+path0_sport() {
+	awk '$1 == "peer" { for (i = 2; i < NF; i++) if ($i == "qps") q = $(i + 1) }
+		q > 0 && $1 == 0 && $2 ~ /^[0-9]+$/ && $3 ~ /^(good|congested|dead)$/ {
+			print $2; f = 1; exit }
+		END { exit !f }' "/sys/kernel/debug/metaroce/$MR_A_DEV/peers" 2>/dev/null
+}
+
+path_dead() {
+	trace_on
+	mr_debugfs
+	mr_defer ip netns exec "$MR_A_NS" tc qdisc del dev "$MR_A_IF" root
+	(
+		wait_for 60 path0_sport || exit 0
+		sp=$(path0_sport)
+		ip netns exec "$MR_A_NS" tc qdisc replace dev "$MR_A_IF" root \
+			handle 1: prio
+		ip netns exec "$MR_A_NS" tc filter add dev "$MR_A_IF" parent 1: \
+			protocol ip prio 1 u32 match ip protocol 17 0xff \
+			match ip sport "$sp" 0xffff action drop
+		echo "dropping A's packets from port $sp" >"$MR_TMP/path_dead.cut"
+		sleep 3
+		ip netns exec "$MR_A_NS" tc qdisc del dev "$MR_A_IF" root
+	) &
+	MR_PAIR_TIMEOUT=240 MR_PAIR_TRIES=1 mr_pair path_dead "tcp:$PORT" \
+		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -S 9 -q 8 -n 600 -- \
+		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -S 9 -q 8 -n 600 "$MR_B_IP"
+	wait
+	cp "$TR/trace" "$MR_TMP/trace"
+	[[ -s $MR_TMP/path_dead.cut ]] || mr_fail "path 0 never showed in debugfs"
+	mr_log "$(cat "$MR_TMP/path_dead.cut");" \
+		"$(lines metaroce_path_state | wc -l) metaroce_path_state lines"
+	lines metaroce_path_state | grep -E "dev=$MR_A_DEV .*path=0 " | head -n 4
+	lines metaroce_path_state |
+		grep -qE "dev=$MR_A_DEV remote=$V4$MR_B_IP path=0 (good|congested) -> dead$" ||
+		mr_fail "path 0 of $MR_A_DEV was not traced going dead"
+	lines metaroce_path_state |
+		grep -qE "dev=$MR_A_DEV remote=$V4$MR_B_IP path=0 dead -> good$" ||
+		mr_fail "path 0 of $MR_A_DEV was not traced coming back"
+	names_devices metaroce_path_state
+}
+
 link_cut() {
 	local nqp
 	trace_on
@@ -114,9 +163,6 @@ link_cut() {
 	lines metaroce_timeout | grep -qE 'path=[0-9]+ timeouts=[1-9][0-9]* next_rto_ns=[1-9][0-9]*$' ||
 		mr_fail "no metaroce_timeout after the cut"
 	names_devices metaroce_timeout
-	lines metaroce_path_state | grep -qE 'path=[0-9]+ (good|congested) -> dead$' ||
-		mr_fail "no path went dead after the cut"
-	names_devices metaroce_path_state
 	# 8 QPs on each side; the RC QPs of both fail.
 	nqp=$(lines metaroce_qp_error | grep -cE "dev=($MR_A_DEV|$MR_B_DEV) qpn=[0-9]+ status=transport retry counter exceeded$" || true)
 	((nqp >= 8)) || mr_fail "$nqp QPs traced failing with retry exceeded (8 at least): $(lines metaroce_qp_error | head -n 3)"
@@ -125,5 +171,6 @@ link_cut() {
 mr_run events events
 mr_setup two_hosts mr_two_hosts
 mr_run lossy lossy
+mr_run path_dead path_dead
 mr_run link_cut link_cut
 mr_done
