@@ -72,9 +72,12 @@ kmemleak=/sys/kernel/debug/kmemleak
 # leak_scan: prints the suspected leaks of a fresh scan and forgets them.
 # Two scans: an object must look unreferenced in both (a pointer held only
 # in a register or in flight during the first is found by the second).
+# kmemleak reports no object younger than 5 s: the scan waits that long,
+# or a leak of a program's last seconds would go unseen.
 leak_scan() {
 	local report
 	[[ -n $kmemleak ]] || return 0
+	sleep 5
 	echo scan >"$kmemleak" 2>/dev/null || return 0
 	report=$(cat "$kmemleak" 2>/dev/null || true)
 	if [[ -n $report ]]; then
