@@ -12,7 +12,8 @@
 #               (dsn and cause), each naming one of the two devices and the
 #               other's address
 #   path_dead   mr_mixed while A's packets from path 0's source port are
-#               dropped for 3 s (a u32 filter on A's veth): path 0 goes dead
+#               dropped (a u32 filter on A's veth) until path 0 is traced
+#               dead (at most 10 s): path 0 goes dead
 #               and comes back (metaroce_path_state "-> dead" and
 #               "dead -> good", path=0, on A)
 #   link_cut    the same, then the link cut (netem 100 %): the paths time
@@ -67,7 +68,7 @@ names_devices() {
 	local bad
 	bad=$(lines "$1" |
 		grep -vE "dev=($MR_A_DEV remote=$V4$MR_B_IP|$MR_B_DEV remote=$V4$MR_A_IP) " |
-		head -n 3)
+		head -n 3 || true)
 	[[ -z $bad ]] || mr_fail "$1 lines that name no device and peer: $bad"
 }
 
@@ -117,12 +118,14 @@ path_dead() {
 			protocol ip prio 1 u32 match ip protocol 17 0xff \
 			match ip sport "$sp" 0xffff action drop
 		echo "dropping A's packets from port $sp" >"$MR_TMP/path_dead.cut"
-		sleep 3
+		# Until the path is dead (3 timeouts while the others deliver).
+		wait_for 10 grep -qE "$MR_A_DEV .*path=0 .*-> dead" "$TR/trace" || true
+		sleep 0.5
 		ip netns exec "$MR_A_NS" tc qdisc del dev "$MR_A_IF" root
 	) &
 	MR_PAIR_TIMEOUT=240 MR_PAIR_TRIES=1 mr_pair path_dead "tcp:$PORT" \
-		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -S 9 -q 8 -n 600 -- \
-		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -S 9 -q 8 -n 600 "$MR_B_IP"
+		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -S 9 -q 8 -n 6000 -- \
+		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -S 9 -q 8 -n 6000 "$MR_B_IP"
 	wait
 	cp "$TR/trace" "$MR_TMP/trace"
 	[[ -s $MR_TMP/path_dead.cut ]] || mr_fail "path 0 never showed in debugfs"
