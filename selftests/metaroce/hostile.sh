@@ -116,7 +116,7 @@ MIXED_IP=10.9.2.12
 MIXED_PORT=18581
 # One run: a few seconds under TCG; they follow each other until the
 # attacks are over.
-MIXED_ARGS=(-q 8 -n 500 -D 8 -m 4096 --srq -S 25 -t 250)
+MIXED_ARGS=(-q 8 -n 500 -D 8 -m 4096 --srq -S 25 -t "$(mr_secs 250)")
 
 [[ -x $TOOL ]] || mr_skip_all "$TOOL is missing: run make userspace"
 "$PYTHON" -c 'import pyverbs.qp' 2>/dev/null ||
@@ -186,9 +186,9 @@ attack() {
 	mr_stats "$MR_B_DEV" >"$STATE/before"
 	(MR_PAIR_TIMEOUT=600 mr_pair transfer "tcp:$PORT" \
 		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -q 2 -n 2000 \
-		-b 8 -m 65536 -s 11 -t 120 -- \
+		-b 8 -m 65536 -s 11 -t "$(mr_secs 120)" -- \
 		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -q 2 -n 2000 \
-		-b 8 -m 65536 -s 11 -t 120 "$MR_B_IP") >"$STATE/transfer" 2>&1 &
+		-b 8 -m 65536 -s 11 -t "$(mr_secs 120)" "$MR_B_IP") >"$STATE/transfer" 2>&1 &
 	pid=$!
 	mr_defer kill "$pid"
 	assert_wait "the transfer's connection is up" 60 transfer_on

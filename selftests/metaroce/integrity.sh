@@ -56,9 +56,9 @@ transfer() {
 	log0=$(dmesg | wc -l)
 	MR_PAIR_TIMEOUT=600 mr_pair "$name" "tcp:$PORT" \
 		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -q "$QPS" \
-		-n "$BATCHES" -b "$BATCH" -m 1048576 -s "$seed" -t 120 -- \
+		-n "$BATCHES" -b "$BATCH" -m 1048576 -s "$seed" -t "$(mr_secs 120)" -- \
 		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -q "$QPS" \
-		-n "$BATCHES" -b "$BATCH" -m 1048576 -s "$seed" -t 120 "$MR_B_IP"
+		-n "$BATCHES" -b "$BATCH" -m 1048576 -s "$seed" -t "$(mr_secs 120)" "$MR_B_IP"
 	for dev in "$MR_A_DEV" "$MR_B_DEV"; do
 		mr_stats "$dev" >"$MR_TMP/$name.$dev.after"
 		# shellcheck disable=SC2086 # a list of names

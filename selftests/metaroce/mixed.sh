@@ -76,9 +76,9 @@ mixed() {
 	MR_MIXED_DIAG=$diag MR_PAIR_TIMEOUT=600 MR_PAIR_TRIES=1 \
 		mr_pair "$name" "tcp:$PORT" \
 		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -S "$seed" \
-		-t 400 "$@" -- \
+		-t "$(mr_secs 400)" "$@" -- \
 		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -S "$seed" \
-		-t 400 "$@" "$MR_B_IP"
+		-t "$(mr_secs 400)" "$@" "$MR_B_IP"
 	for dev in "$MR_A_DEV" "$MR_B_DEV"; do
 		mr_stats "$dev" >"$MR_TMP/$name.$dev.after"
 		# shellcheck disable=SC2086 # a list of names
@@ -127,9 +127,9 @@ link_cut() {
 	mr_defer ip netns exec "$MR_A_NS" tc qdisc del dev "$MR_A_IF" root
 	mr_defer ip netns exec "$MR_B_NS" tc qdisc del dev "$MR_B_IF" root
 	MR_PAIR_TIMEOUT=120 MR_PAIR_TRIES=1 mr_pair link_cut "tcp:$PORT" \
-		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -t 60 \
+		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -t "$(mr_secs 60)" \
 		-q "$QPS" -n 1000000 --cut -- \
-		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -t 60 \
+		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -t "$(mr_secs 60)" \
 		-q "$QPS" -n 1000000 --cut "$MR_B_IP"
 	wait
 	for f in "$MR_TMP/link_cut.client" "$MR_TMP/link_cut.server"; do

@@ -109,9 +109,9 @@ PLANES=${MR_MULTIPLANE_PLANES:-4}
 integrity() {
 	MR_PAIR_TIMEOUT=600 mr_pair "$1" "tcp:$PORT" \
 		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -q 4 \
-		-n "$3" -b 16 -m 1048576 -s "$2" -t 120 -- \
+		-n "$3" -b 16 -m 1048576 -s "$2" -t "$(mr_secs 120)" -- \
 		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -q 4 \
-		-n "$3" -b 16 -m 1048576 -s "$2" -t 120 "$MR_B_IP"
+		-n "$3" -b 16 -m 1048576 -s "$2" -t "$(mr_secs 120)" "$MR_B_IP"
 	grep -h "^mr_integrity: OK" "$MR_TMP/$1.client" "$MR_TMP/$1.server"
 }
 
@@ -154,9 +154,9 @@ spread() {
 mixed() {
 	MR_PAIR_TIMEOUT=600 MR_PAIR_TRIES=1 mr_pair mixed "tcp:$PORT" \
 		"$MIXED" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -q 400 \
-		-n 20 -S 21 -t 400 -- \
+		-n 20 -S 21 -t "$(mr_secs 400)" -- \
 		"$MIXED" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -q 400 \
-		-n 20 -S 21 -t 400 "$MR_B_IP"
+		-n 20 -S 21 -t "$(mr_secs 400)" "$MR_B_IP"
 	grep -h "^mr_mixed: OK" "$MR_TMP/mixed.client" "$MR_TMP/mixed.server"
 }
 

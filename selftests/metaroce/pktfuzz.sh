@@ -91,16 +91,16 @@ live_loop() {
 			MR_PAIR_TIMEOUT=300 MR_PAIR_TRIES=1 mr_pair "$name.$n" \
 				"tcp:$PORT" \
 				"$MIXED" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" \
-				-S "$((n + 1))" -q 16 -n 40 -Q -t 240 -- \
+				-S "$((n + 1))" -q 16 -n 40 -Q -t "$(mr_secs 240)" -- \
 				"$MIXED" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" \
-				-S "$((n + 1))" -q 16 -n 40 -Q -t 240 "$MR_B_IP"
+				-S "$((n + 1))" -q 16 -n 40 -Q -t "$(mr_secs 240)" "$MR_B_IP"
 		else
 			MR_PAIR_TIMEOUT=300 MR_PAIR_TRIES=1 mr_pair "$name.$n" \
 				"tcp:$PORT" \
 				"$INTEGRITY" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" \
-				-q 4 -n 8 -b 8 -m 262144 -s "$((n + 1))" -t 240 -- \
+				-q 4 -n 8 -b 8 -m 262144 -s "$((n + 1))" -t "$(mr_secs 240)" -- \
 				"$INTEGRITY" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" \
-				-q 4 -n 8 -b 8 -m 262144 -s "$((n + 1))" -t 240 \
+				-q 4 -n 8 -b 8 -m 262144 -s "$((n + 1))" -t "$(mr_secs 240)" \
 				"$MR_B_IP"
 		fi
 		n=$((n + 1))
@@ -245,9 +245,9 @@ replay_live() {
 fresh() {
 	MR_PAIR_TIMEOUT=300 MR_PAIR_TRIES=1 mr_pair "$1" "tcp:$PORT" \
 		"$INTEGRITY" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -q 4 \
-		-n 4 -b 8 -m 1048576 -s 77 -t 240 -- \
+		-n 4 -b 8 -m 1048576 -s 77 -t "$(mr_secs 240)" -- \
 		"$INTEGRITY" -d "$MR_A_DEV" -g "$2" -p "$PORT" -q 4 -n 4 -b 8 \
-		-m 1048576 -s 77 -t 240 "$MR_B_IP"
+		-m 1048576 -s 77 -t "$(mr_secs 240)" "$MR_B_IP"
 	grep -h "^mr_integrity: OK" "$MR_TMP/$1.client" "$MR_TMP/$1.server"
 }
 

@@ -154,9 +154,9 @@ link_cut() {
 	mr_defer ip netns exec "$MR_A_NS" tc qdisc del dev "$MR_A_IF" root
 	mr_defer ip netns exec "$MR_B_NS" tc qdisc del dev "$MR_B_IF" root
 	MR_PAIR_TIMEOUT=120 MR_PAIR_TRIES=1 mr_pair link_cut "tcp:$PORT" \
-		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -t 60 \
+		"$TOOL" -d "$MR_B_DEV" -g "$MR_B_GIDX" -p "$PORT" -t "$(mr_secs 60)" \
 		-q 8 -n 1000000 --cut -- \
-		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -t 60 \
+		"$TOOL" -d "$MR_A_DEV" -g "$MR_A_GIDX" -p "$PORT" -t "$(mr_secs 60)" \
 		-q 8 -n 1000000 --cut "$MR_B_IP"
 	wait
 	cp "$TR/trace" "$MR_TMP/trace"
