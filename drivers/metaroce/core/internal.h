@@ -195,6 +195,13 @@ void mr_seg_release(struct mr_conn *c, struct mr_seg *s, u64 now);
 int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path,
 		      u64 now);
 
+/* segmap.c: which segments of a message have landed (section 7.13) */
+void mr_segmap_reset(struct mr_conn *c, struct mr_segmap *m);
+int mr_segmap_check(struct mr_conn *c, struct mr_segmap *m, u32 len,
+		    u32 off, u32 plen, u32 *k);
+int mr_segmap_land(struct mr_conn *c, struct mr_segmap *m, u32 len,
+		   u32 off, u32 k);
+
 /* msg.c */
 int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now);
 int mr_qp_fill_hdr(struct mr_qp *qp, const struct mr_seg *s,
