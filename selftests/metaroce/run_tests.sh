@@ -70,20 +70,17 @@ notfatal='BUG: (KASAN|KCSAN|UBSAN|sleeping function called|scheduling while atom
 kmemleak=/sys/kernel/debug/kmemleak
 [[ -w $kmemleak ]] || kmemleak=
 # leak_scan: prints the suspected leaks of a fresh scan and forgets them.
-# Two scans: an object must look unreferenced in both (a pointer held only
-# in a register or in flight during the first is found by the second).
-# kmemleak reports no object younger than 5 s: the scan waits that long,
-# or a leak of a program's last seconds would go unseen.
+# kmemleak reports an object only once two scans found it unreferenced
+# (measured: 64 objects leaked on purpose, the first scan reported none,
+# the second 63), and none younger than 5 s: the scan waits that long and
+# scans twice, or a program's leaks would go unseen.
 leak_scan() {
 	local report
 	[[ -n $kmemleak ]] || return 0
 	sleep 5
 	echo scan >"$kmemleak" 2>/dev/null || return 0
+	echo scan >"$kmemleak" 2>/dev/null || return 0
 	report=$(cat "$kmemleak" 2>/dev/null || true)
-	if [[ -n $report ]]; then
-		echo scan >"$kmemleak" 2>/dev/null || true
-		report=$(cat "$kmemleak" 2>/dev/null || true)
-	fi
 	echo clear >"$kmemleak" 2>/dev/null || true
 	[[ -z $report ]] || echo "$report"
 }
