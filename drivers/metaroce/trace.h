@@ -46,28 +46,13 @@ DECLARE_EVENT_CLASS(metaroce_conn_event,
 			 { MR_PATH_CONGESTED, "congested" },		\
 			 { MR_PATH_DEAD, "dead" })
 
-TRACE_EVENT(metaroce_path_state,
-	TP_PROTO(const struct mr_peer *peer, int path, u64 old, u64 new),
-	TP_ARGS(peer, path, old, new),
-	TP_STRUCT__entry(
-		__string(dev, dev_name(&peer->dev->ibdev.dev))
-		__array(u8, remote, sizeof(struct in6_addr))
-		__field(int, path)
-		__field(u8, old)
-		__field(u8, new)
-	),
-	TP_fast_assign(
-		mr_assign_str(dev, dev_name(&peer->dev->ibdev.dev));
-		memcpy(__entry->remote, &peer->addr.remote,
-		       sizeof(__entry->remote));
-		__entry->path = path;
-		__entry->old = old;
-		__entry->new = new;
-	),
+DEFINE_EVENT_PRINT(metaroce_conn_event, metaroce_path_state,
+	TP_PROTO(const struct mr_peer *peer, int path, u64 a, u64 b),
+	TP_ARGS(peer, path, a, b),
 	TP_printk("dev=%s remote=%pI6c path=%d %s -> %s", __get_str(dev),
 		  __entry->remote, __entry->path,
-		  mr_show_path_state(__entry->old),
-		  mr_show_path_state(__entry->new))
+		  mr_show_path_state(__entry->a),
+		  mr_show_path_state(__entry->b))
 );
 
 DEFINE_EVENT_PRINT(metaroce_conn_event, metaroce_path_repick,
