@@ -16,17 +16,8 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 H=$TOP/drivers/metaroce/tunables.h
 GUIDE=${1:-$TOP/Documentation/admin-guide.rst}
 
-n=0 failed=0
-result() { # RC NAME [DIAG]
-	n=$((n + 1))
-	if (($1 == 0)); then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		[[ -z ${3:-} ]] || echo "# $3"
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=tap.sh
+. "$TOP/scripts/tap.sh"
 
 echo "TAP version 13"
 mapfile -t list < <("$TOP/scripts/tunables-list.sh" "$H")

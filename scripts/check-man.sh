@@ -19,17 +19,8 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MAN=${1:-$TOP/Documentation/metaroce.7}
 SRC=$TOP/drivers/metaroce
 
-n=0 failed=0
-result() { # RC NAME [DIAG]
-	n=$((n + 1))
-	if (($1 == 0)); then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		[[ -z ${3:-} ]] || echo "# $3"
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=tap.sh
+. "$TOP/scripts/tap.sh"
 
 # section TITLE: the text of the man page's section .SH "TITLE" (or
 # .SH TITLE), font escapes removed, "\-" as "-".
