@@ -51,7 +51,7 @@ const struct mr_tunable_def mr_tunables[MR_TUN_COUNT] = {
 
 #define MR_TUNABLE(_name, _def, ...)					\
 	[MR_TUN_##_name] = (_def),
-unsigned int mr_tunable_params[MR_TUN_COUNT] = {
+static unsigned int mr_tunable_params[MR_TUN_COUNT] = {
 #include "tunables.h"
 };
 #undef MR_TUNABLE

@@ -250,8 +250,6 @@ enum {
 };
 
 extern const struct mr_tunable_def mr_tunables[MR_TUN_COUNT];
-/* Each tunable's module parameter: the default for new devices. */
-extern unsigned int mr_tunable_params[MR_TUN_COUNT];
 extern unsigned short mr_udp_port;
 #define MR_HOST_WINDOW_MAX (1U << 30)
 int mr_cfg_set(struct mr_conn_cfg *cfg, size_t off, u32 unit, u32 val);
