@@ -419,9 +419,20 @@ mr_gid_index() {
 	return 1
 }
 
+# mr_wait_dev DEV IPV4 [VAR]: waits until DEV has a RoCE v2 GID for IPV4
+# (mr_gid_index) and its port is ACTIVE, 10 s for each, else fails the
+# subtest; sets VAR (a variable or an array element), when given, to the
+# GID's index. Every topology of the tests waits for its devices so.
+mr_wait_dev() {
+	assert_wait "$1 has a RoCE v2 GID for $2" 10 mr_gid_index "$1" "$2"
+	[[ -z ${3:-} ]] || printf -v "$3" %s "$(mr_gid_index "$1" "$2")"
+	assert_wait "port of $1 ACTIVE" 10 mr_port_active "$1"
+}
+mr_port_active() { [[ $(mr_port_state "$1") == ACTIVE ]]; }
+
 # mr_two_hosts: builds the topology above (deleted at the end of the
-# subtest), waits for the GIDs and sets MR_A_GIDX / MR_B_GIDX. Also makes
-# the temporary directory $MR_TMP (see mr_tmpdir).
+# subtest), waits for the devices (mr_wait_dev) and sets MR_A_GIDX /
+# MR_B_GIDX. Also makes the temporary directory $MR_TMP (see mr_tmpdir).
 mr_two_hosts() {
 	mr_tmpdir
 	mr_debugfs
@@ -434,19 +445,9 @@ mr_two_hosts() {
 	# First of all cleanups: an application left running would hold its
 	# device, and deleting a device waits for its applications.
 	mr_defer mr_netns_kill "$MR_A_NS" "$MR_B_NS"
-	assert_wait "$MR_A_DEV has a RoCE v2 GID for $MR_A_IP" 10 \
-		mr_gid_index "$MR_A_DEV" "$MR_A_IP"
-	assert_wait "$MR_B_DEV has a RoCE v2 GID for $MR_B_IP" 10 \
-		mr_gid_index "$MR_B_DEV" "$MR_B_IP"
-	# shellcheck disable=SC2034 # used by the test programs
-	{
-		MR_A_GIDX=$(mr_gid_index "$MR_A_DEV" "$MR_A_IP")
-		MR_B_GIDX=$(mr_gid_index "$MR_B_DEV" "$MR_B_IP")
-	}
-	assert_wait "port of $MR_A_DEV ACTIVE" 10 mr_port_active "$MR_A_DEV"
-	assert_wait "port of $MR_B_DEV ACTIVE" 10 mr_port_active "$MR_B_DEV"
+	mr_wait_dev "$MR_A_DEV" "$MR_A_IP" MR_A_GIDX
+	mr_wait_dev "$MR_B_DEV" "$MR_B_IP" MR_B_GIDX
 }
-mr_port_active() { [[ $(mr_port_state "$1") == ACTIVE ]]; }
 
 # mr_netns_kill NS...: ends every process running in the namespaces (the
 # test's own servers and clients), waiting up to 10 s for them.

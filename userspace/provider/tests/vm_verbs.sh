@@ -108,27 +108,8 @@ two_hosts() {
 	ip -n mrvb addr add 10.77.0.2/24 dev mrvb0
 	mr_link_add mrva_dev mrva0 mrva
 	mr_link_add mrvb_dev mrvb0 mrvb
-	assert_wait "mrva_dev has the RoCE v2 GID of 10.77.0.1" 10 \
-		gid_index mrva_dev 10.77.0.1
-	assert_wait "mrvb_dev has the RoCE v2 GID of 10.77.0.2" 10 \
-		gid_index mrvb_dev 10.77.0.2
-}
-
-# gid_index DEVICE IPV4: index of the RoCE v2 GID ::ffff:IPV4 of port 1.
-gid_index() {
-	local dir=/sys/class/infiniband/$1/ports/1 want f i a b c d
-	IFS=. read -r a b c d <<<"$2"
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
-		"$a" "$b" "$c" "$d")
-	for f in "$dir"/gids/*; do
-		i=${f##*/}
-		[[ $(cat "$f" 2>/dev/null) == "$want" ]] || continue
-		[[ $(cat "$dir/gid_attrs/types/$i" 2>/dev/null) == "RoCE v2" ]] ||
-			continue
-		echo "$i"
-		return 0
-	done
-	return 1
+	mr_wait_dev mrva_dev 10.77.0.1
+	mr_wait_dev mrvb_dev 10.77.0.2
 }
 
 # in_ns NS CMD...: CMD in namespace NS, bounded by the program timeout.
@@ -187,8 +168,8 @@ pingpong() {
 	local prog=ibv_$1_pingpong ga gb
 	shift
 	two_hosts
-	ga=$(gid_index mrva_dev 10.77.0.1)
-	gb=$(gid_index mrvb_dev 10.77.0.2)
+	ga=$(mr_gid_index mrva_dev 10.77.0.1)
+	gb=$(mr_gid_index mrvb_dev 10.77.0.2)
 	server_client 18601 "$prog" -d mrva_dev -g "$ga" -p 18601 -c "$@" -- \
 		"$prog" -d mrvb_dev -g "$gb" -p 18601 -c "$@" 10.77.0.1
 }
@@ -204,8 +185,8 @@ srq_pingpong() { pingpong srq -n 20 -q 4; }
 # hosts, counted with strace), in $calls.
 pingpong_calls() {
 	local ga gb trace
-	ga=$(gid_index mrva_dev 10.77.0.1)
-	gb=$(gid_index mrvb_dev 10.77.0.2)
+	ga=$(mr_gid_index mrva_dev 10.77.0.1)
+	gb=$(mr_gid_index mrvb_dev 10.77.0.2)
 	trace=$(mktemp)
 	mr_defer rm -f "$trace"
 	server_client 18602 ibv_rc_pingpong -d mrva_dev -g "$ga" -p 18602 \
@@ -273,8 +254,8 @@ stream_calls() {
 	local n=$1 side=$2 tool=$3 ga gb trace out try pid
 	local -a tracer st=() ct=()
 	shift 3
-	ga=$(gid_index mrva_dev 10.77.0.1)
-	gb=$(gid_index mrvb_dev 10.77.0.2)
+	ga=$(mr_gid_index mrva_dev 10.77.0.1)
+	gb=$(mr_gid_index mrvb_dev 10.77.0.2)
 	trace=$(mktemp)
 	out=$(mktemp)
 	mr_defer rm -f "$trace" "$out" "$out.cli"
@@ -368,8 +349,8 @@ ud_syscalls() {
 ring_fuzz() {
 	local ga gb out pid rc=0
 	two_hosts
-	ga=$(gid_index mrva_dev 10.77.0.1)
-	gb=$(gid_index mrvb_dev 10.77.0.2)
+	ga=$(mr_gid_index mrva_dev 10.77.0.1)
+	gb=$(mr_gid_index mrvb_dev 10.77.0.2)
 	out=$(mktemp)
 	mr_defer rm -f "$out" "$out.cli"
 	in_ns mrva ibv_rc_pingpong -d mrva_dev -g "$ga" -p 18604 -c -n 3000 \
