@@ -235,18 +235,41 @@ mr_mod_unload() {
 }
 mr_mod_gone() { ! mr_mod_loaded; }
 
-# mr_kmem: the kernel's unreclaimable memory (SUnreclaim plus VmallocUsed,
-# KiB), read once caches are dropped and every slab cache has freed its
-# empty slabs and flushed its per-CPU lists (scale.sh explains why each
-# step matters): what leaked objects stay counted in.
+# mr_kmem [--no-vmap-area]: the kernel's unreclaimable memory
+# (SUnreclaim plus VmallocUsed, KiB): what kernel objects, QPs and
+# connections among them, take, and what leaked objects stay counted in.
+# It is read once the caches have given back what they only keep for
+# reuse, which is not a test's to count (read after drop_caches alone,
+# 0.8-2.5 MiB more than the starting level was left after scale.sh's 4000
+# QPs, nearly all of it in such caches):
+# - reclaimable caches (dentries, inodes) are dropped, and left out;
+# - every slab cache frees its empty slabs and flushes its per-CPU
+#   partial lists (/sys/kernel/slab/*/shrink): unreclaimable slab counts
+#   whole slabs, and a teardown leaves many slabs of the kmalloc and
+#   skbuff caches empty or nearly so (1.5 MiB after 4000 QPs);
+# - with --no-vmap-area, the vmap_area cache is left out: a freed vmalloc
+#   area's pages are freed (VmallocUsed) at once, but its vmap_area waits
+#   for the next lazy TLB purge, which comes only once lazy_max_pages of
+#   address space (32 MiB times fls(CPUs): 64 MiB on two) has been freed:
+#   after 8000 QPs, about 8000 of them (560 KiB). A leaked vmalloc area
+#   still counts with its pages.
 mr_kmem() {
-	local f
+	local f files=(/proc/meminfo)
+	[[ ${1:-} != --no-vmap-area ]] || files+=(/proc/slabinfo)
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	for f in /sys/kernel/slab/*/shrink; do
 		echo 1 >"$f" 2>/dev/null || true
 	done
-	awk '/^(SUnreclaim|VmallocUsed):/ { s += $2 } END { print s }' /proc/meminfo
+	awk -v kib="$(($(getconf PAGESIZE) / 1024))" '
+		FILENAME == "/proc/meminfo" && /^(SUnreclaim|VmallocUsed):/ {
+			s += $2
+		}
+		# name active num objsize objperslab pagesperslab ... num_slabs
+		FILENAME == "/proc/slabinfo" && $1 == "vmap_area" {
+			s -= $15 * $6 * kib
+		}
+		END { print s }' "${files[@]}"
 }
 
 # --- devices and links -----------------------------------------------------------
