@@ -105,9 +105,13 @@ mr_setup() {
 	_mr_setup_log=$(mktemp)
 	_mr_defers=()
 	trap '_mr_setup_exit $?' EXIT
+	# The program's output, for _mr_setup_exit: a set-up that fails
+	# exits with its own output still going to the log.
+	exec {_mr_setup_out}>&1
 	_mr_in_setup=1
 	"$@" >"$_mr_setup_log" 2>&1
 	_mr_in_setup=0
+	exec {_mr_setup_out}>&-
 	sed 's/^/# /' "$_mr_setup_log"
 	echo "ok $_mr_n $name"
 }
@@ -115,9 +119,11 @@ mr_setup() {
 _mr_setup_exit() {
 	local rc=$1
 	if ((${_mr_in_setup:-0})); then
-		sed 's/^/# /' "$_mr_setup_log"
-		echo "not ok $_mr_n $_mr_setup_name"
-		echo "1..$_mr_n"
+		{
+			sed 's/^/# /' "$_mr_setup_log"
+			echo "not ok $_mr_n $_mr_setup_name"
+			echo "1..$_mr_n"
+		} >&"$_mr_setup_out"
 		rc=$KSFT_FAIL
 	fi
 	rm -f "$_mr_setup_log"
