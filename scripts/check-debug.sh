@@ -42,11 +42,10 @@ fi
 results=$TOP/build/debug-kernel/results/$flavour
 mkdir -p "$results"
 
-# The program's own limit, as run_tests.sh reads it.
+# The program's own limit, as run_tests.sh reads it (unscaled).
 prog_limit() {
-	local t
-	t=$(sed -n '1,30s/^# timeout: \([0-9][0-9]*\)$/\1/p' "selftests/metaroce/$1" | head -n 1)
-	echo "${t:-300}"
+	env -u MR_TEST_TIMEOUT MR_TEST_TIMEOUT_SCALE=1 \
+		selftests/metaroce/run_tests.sh --timeout "$1"
 }
 
 # What the checkers print first in a report (the lines of the summary).

@@ -12,7 +12,8 @@ CORE_LIB := $(BUILD)/libmrcore.a
 CC ?= cc
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
-	-I$(TOP)/include -I$(TOP)/drivers/metaroce/core -MMD -MP
+	-I$(TOP)/include -I$(TOP)/drivers/metaroce/core -I$(CURDIR)/include \
+	-MMD -MP
 
 TEST_SRC := $(wildcard $(CURDIR)/tests/test_*.c)
 TEST_BIN := $(patsubst $(CURDIR)/tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
@@ -35,7 +36,8 @@ $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-TEST_HDR := $(wildcard $(CURDIR)/tests/*.h $(TOP)/include/metaroce/*.h) \
+TEST_HDR := $(wildcard $(CURDIR)/tests/*.h $(CURDIR)/include/*.h \
+	$(TOP)/include/metaroce/*.h) \
 	$(TOP)/drivers/metaroce/core/internal.h
 
 $(BUILD)/tests/%: $(CURDIR)/tests/%.c $(TEST_LIB_SRC) $(CORE_LIB) $(TEST_HDR)

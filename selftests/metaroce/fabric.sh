@@ -67,17 +67,8 @@ mr_fabric() {
 	mr_link_add "$MR_A_DEV" mrlo "$MR_A_NS"
 	mr_link_add "$MR_B_DEV" mrlo "$MR_B_NS"
 	mr_defer mr_netns_kill "$MR_A_NS" "$MR_B_NS"
-	assert_wait "$MR_A_DEV has a RoCE v2 GID for $MR_A_IP" 10 \
-		mr_gid_index "$MR_A_DEV" "$MR_A_IP"
-	assert_wait "$MR_B_DEV has a RoCE v2 GID for $MR_B_IP" 10 \
-		mr_gid_index "$MR_B_DEV" "$MR_B_IP"
-	# shellcheck disable=SC2034 # used by the test programs
-	{
-		MR_A_GIDX=$(mr_gid_index "$MR_A_DEV" "$MR_A_IP")
-		MR_B_GIDX=$(mr_gid_index "$MR_B_DEV" "$MR_B_IP")
-	}
-	assert_wait "port of $MR_A_DEV ACTIVE" 10 mr_port_active "$MR_A_DEV"
-	assert_wait "port of $MR_B_DEV ACTIVE" 10 mr_port_active "$MR_B_DEV"
+	mr_wait_dev "$MR_A_DEV" "$MR_A_IP" MR_A_GIDX
+	mr_wait_dev "$MR_B_DEV" "$MR_B_IP" MR_B_GIDX
 	assert_ok "$MR_A_NS reaches $MR_B_IP over the planes" \
 		ip netns exec "$MR_A_NS" ping -c 1 -W 5 "$MR_B_IP"
 }
@@ -198,19 +189,12 @@ mr_star() {
 		mr_link_add "mrs${i}_dev" "s$i" "mrs$i"
 	done
 	mr_defer mr_netns_kill mrsr mrsw "${ns[@]}"
-	assert_wait "mrsr_dev has a RoCE v2 GID" 10 mr_gid_index mrsr_dev "$MR_STAR_RX_IP"
-	# shellcheck disable=SC2034 # used by the tests
-	MR_STAR_RX_GIDX=$(mr_gid_index mrsr_dev "$MR_STAR_RX_IP")
+	mr_wait_dev mrsr_dev "$MR_STAR_RX_IP" MR_STAR_RX_GIDX
 	# shellcheck disable=SC2034 # used by the tests
 	MR_STAR_GIDX=()
 	for ((i = 0; i < n; i++)); do
-		assert_wait "mrs${i}_dev has a RoCE v2 GID" 10 \
-			mr_gid_index "mrs${i}_dev" "10.60.$i.1"
-		# shellcheck disable=SC2034 # used by the tests
-		MR_STAR_GIDX[i]=$(mr_gid_index "mrs${i}_dev" "10.60.$i.1")
-		assert_wait "port of mrs${i}_dev ACTIVE" 10 mr_port_active "mrs${i}_dev"
+		mr_wait_dev "mrs${i}_dev" "10.60.$i.1" "MR_STAR_GIDX[$i]"
 	done
-	assert_wait "port of mrsr_dev ACTIVE" 10 mr_port_active mrsr_dev
 }
 
 # mr_rxe_star N: N hosts for rxe, laid out as mr_star's hosts are (one
@@ -269,9 +253,7 @@ mr_rxe_star() {
 		MR_RXE_DEVS+=("mrx$i")
 	done
 	for ((i = 0; i < n; i++)); do
-		assert_wait "mrx$i has a RoCE v2 GID" 10 mr_gid_index "mrx$i" \
-			"10.62.$i.1"
-		assert_wait "port of mrx$i ACTIVE" 10 mr_port_active "mrx$i"
+		mr_wait_dev "mrx$i" "10.62.$i.1"
 	done
 }
 
@@ -437,16 +419,12 @@ mr_rxe_fabric() {
 	assert_ok "rdma link add mrxa" rdma link add mrxa type rxe netdev xa0
 	mr_defer rdma link delete mrxb
 	assert_ok "rdma link add mrxb" rdma link add mrxb type rxe netdev xb
-	assert_wait "mrxa has a RoCE v2 GID" 10 mr_gid_index mrxa 10.64.0.1
-	assert_wait "mrxb has a RoCE v2 GID" 10 mr_gid_index mrxb 10.66.0.1
-	assert_wait "port of mrxa ACTIVE" 10 mr_port_active mrxa
-	assert_wait "port of mrxb ACTIVE" 10 mr_port_active mrxb
+	mr_wait_dev mrxa 10.64.0.1 MR_A_GIDX
+	mr_wait_dev mrxb 10.66.0.1 MR_B_GIDX
 	# shellcheck disable=SC2034 # used by the test programs and mr_pair
 	{
 		MR_PLANES=$planes MR_A_NS=mrinit MR_B_NS=mrinit
 		MR_A_DEV=mrxa MR_B_DEV=mrxb MR_A_IP=10.64.0.1 MR_B_IP=10.66.0.1
-		MR_A_GIDX=$(mr_gid_index mrxa 10.64.0.1)
-		MR_B_GIDX=$(mr_gid_index mrxb 10.66.0.1)
 	}
 }
 

@@ -105,9 +105,13 @@ mr_setup() {
 	_mr_setup_log=$(mktemp)
 	_mr_defers=()
 	trap '_mr_setup_exit $?' EXIT
+	# The program's output, for _mr_setup_exit: a set-up that fails
+	# exits with its own output still going to the log.
+	exec {_mr_setup_out}>&1
 	_mr_in_setup=1
 	"$@" >"$_mr_setup_log" 2>&1
 	_mr_in_setup=0
+	exec {_mr_setup_out}>&-
 	sed 's/^/# /' "$_mr_setup_log"
 	echo "ok $_mr_n $name"
 }
@@ -115,9 +119,11 @@ mr_setup() {
 _mr_setup_exit() {
 	local rc=$1
 	if ((${_mr_in_setup:-0})); then
-		sed 's/^/# /' "$_mr_setup_log"
-		echo "not ok $_mr_n $_mr_setup_name"
-		echo "1..$_mr_n"
+		{
+			sed 's/^/# /' "$_mr_setup_log"
+			echo "not ok $_mr_n $_mr_setup_name"
+			echo "1..$_mr_n"
+		} >&"$_mr_setup_out"
 		rc=$KSFT_FAIL
 	fi
 	rm -f "$_mr_setup_log"
@@ -235,18 +241,41 @@ mr_mod_unload() {
 }
 mr_mod_gone() { ! mr_mod_loaded; }
 
-# mr_kmem: the kernel's unreclaimable memory (SUnreclaim plus VmallocUsed,
-# KiB), read once caches are dropped and every slab cache has freed its
-# empty slabs and flushed its per-CPU lists (scale.sh explains why each
-# step matters): what leaked objects stay counted in.
+# mr_kmem [--no-vmap-area]: the kernel's unreclaimable memory
+# (SUnreclaim plus VmallocUsed, KiB): what kernel objects, QPs and
+# connections among them, take, and what leaked objects stay counted in.
+# It is read once the caches have given back what they only keep for
+# reuse, which is not a test's to count (read after drop_caches alone,
+# 0.8-2.5 MiB more than the starting level was left after scale.sh's 4000
+# QPs, nearly all of it in such caches):
+# - reclaimable caches (dentries, inodes) are dropped, and left out;
+# - every slab cache frees its empty slabs and flushes its per-CPU
+#   partial lists (/sys/kernel/slab/*/shrink): unreclaimable slab counts
+#   whole slabs, and a teardown leaves many slabs of the kmalloc and
+#   skbuff caches empty or nearly so (1.5 MiB after 4000 QPs);
+# - with --no-vmap-area, the vmap_area cache is left out: a freed vmalloc
+#   area's pages are freed (VmallocUsed) at once, but its vmap_area waits
+#   for the next lazy TLB purge, which comes only once lazy_max_pages of
+#   address space (32 MiB times fls(CPUs): 64 MiB on two) has been freed:
+#   after 8000 QPs, about 8000 of them (560 KiB). A leaked vmalloc area
+#   still counts with its pages.
 mr_kmem() {
-	local f
+	local f files=(/proc/meminfo)
+	[[ ${1:-} != --no-vmap-area ]] || files+=(/proc/slabinfo)
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	for f in /sys/kernel/slab/*/shrink; do
 		echo 1 >"$f" 2>/dev/null || true
 	done
-	awk '/^(SUnreclaim|VmallocUsed):/ { s += $2 } END { print s }' /proc/meminfo
+	awk -v kib="$(($(getconf PAGESIZE) / 1024))" '
+		FILENAME == "/proc/meminfo" && /^(SUnreclaim|VmallocUsed):/ {
+			s += $2
+		}
+		# name active num objsize objperslab pagesperslab ... num_slabs
+		FILENAME == "/proc/slabinfo" && $1 == "vmap_area" {
+			s -= $15 * $6 * kib
+		}
+		END { print s }' "${files[@]}"
 }
 
 # --- devices and links -----------------------------------------------------------
@@ -419,9 +448,20 @@ mr_gid_index() {
 	return 1
 }
 
+# mr_wait_dev DEV IPV4 [VAR]: waits until DEV has a RoCE v2 GID for IPV4
+# (mr_gid_index) and its port is ACTIVE, 10 s for each, else fails the
+# subtest; sets VAR (a variable or an array element), when given, to the
+# GID's index. Every topology of the tests waits for its devices so.
+mr_wait_dev() {
+	assert_wait "$1 has a RoCE v2 GID for $2" 10 mr_gid_index "$1" "$2"
+	[[ -z ${3:-} ]] || printf -v "$3" %s "$(mr_gid_index "$1" "$2")"
+	assert_wait "port of $1 ACTIVE" 10 mr_port_active "$1"
+}
+mr_port_active() { [[ $(mr_port_state "$1") == ACTIVE ]]; }
+
 # mr_two_hosts: builds the topology above (deleted at the end of the
-# subtest), waits for the GIDs and sets MR_A_GIDX / MR_B_GIDX. Also makes
-# the temporary directory $MR_TMP (see mr_tmpdir).
+# subtest), waits for the devices (mr_wait_dev) and sets MR_A_GIDX /
+# MR_B_GIDX. Also makes the temporary directory $MR_TMP (see mr_tmpdir).
 mr_two_hosts() {
 	mr_tmpdir
 	mr_debugfs
@@ -434,19 +474,9 @@ mr_two_hosts() {
 	# First of all cleanups: an application left running would hold its
 	# device, and deleting a device waits for its applications.
 	mr_defer mr_netns_kill "$MR_A_NS" "$MR_B_NS"
-	assert_wait "$MR_A_DEV has a RoCE v2 GID for $MR_A_IP" 10 \
-		mr_gid_index "$MR_A_DEV" "$MR_A_IP"
-	assert_wait "$MR_B_DEV has a RoCE v2 GID for $MR_B_IP" 10 \
-		mr_gid_index "$MR_B_DEV" "$MR_B_IP"
-	# shellcheck disable=SC2034 # used by the test programs
-	{
-		MR_A_GIDX=$(mr_gid_index "$MR_A_DEV" "$MR_A_IP")
-		MR_B_GIDX=$(mr_gid_index "$MR_B_DEV" "$MR_B_IP")
-	}
-	assert_wait "port of $MR_A_DEV ACTIVE" 10 mr_port_active "$MR_A_DEV"
-	assert_wait "port of $MR_B_DEV ACTIVE" 10 mr_port_active "$MR_B_DEV"
+	mr_wait_dev "$MR_A_DEV" "$MR_A_IP" MR_A_GIDX
+	mr_wait_dev "$MR_B_DEV" "$MR_B_IP" MR_B_GIDX
 }
-mr_port_active() { [[ $(mr_port_state "$1") == ACTIVE ]]; }
 
 # mr_netns_kill NS...: ends every process running in the namespaces (the
 # test's own servers and clients), waiting up to 10 s for them.

@@ -54,8 +54,7 @@ setup() {
 	mr_veth mrmis0 mrmis1
 	ip addr add "$IP/24" dev mrmis0
 	mr_link_add "$DEV" mrmis0
-	assert_wait "$DEV has a RoCE v2 GID for $IP" 10 mr_gid_index "$DEV" "$IP"
-	GIDX=$(mr_gid_index "$DEV" "$IP")
+	mr_wait_dev "$DEV" "$IP" GIDX
 	BEFORE=$(counts)
 	mr_log "$DEV: GID index $GIDX; objects: $BEFORE"
 }

@@ -5,6 +5,12 @@
 # The provider's own verbs tests on live devices
 # (userspace/provider/tests/vm_verbs.sh):
 #
+#   matching    libibverbs hands metaroce devices to libmetaroce by sysfs,
+#               whatever their names, renames included (abi_version,
+#               ibv_devices, ibv_devinfo's GID, mr_verbs_test's device,
+#               port and PD tests on each); deleted, they are gone
+#   rxe_beside  an rxe device beside one goes to rxe's provider, the
+#               metaroce one stays with libmetaroce
 #   objects     every verbs object, and the errno of every invalid call
 #   pair        RC SEND/RECV, WRITE, READ, atomics, SRQ, UD, completion
 #               events, the ibv_wr_* API and remote errors between two
@@ -33,5 +39,8 @@
 #               new process streams correctly
 #
 # (its other ibverbs-utils pingpongs are verbs_apps' business).
-exec "$(dirname "$0")/../../userspace/provider/tests/vm_verbs.sh" objects pair poll_syscalls \
-	stream_syscalls recv_syscalls ring_fuzz fork exit
+# MR_TEST_ONLY, when set, names the subtests to run instead.
+subtests=(matching rxe_beside objects pair poll_syscalls stream_syscalls
+	recv_syscalls ring_fuzz fork exit)
+[[ -z ${MR_TEST_ONLY:-} ]] || read -ra subtests <<<"$MR_TEST_ONLY"
+exec "$(dirname "$0")/../../userspace/provider/tests/vm_verbs.sh" "${subtests[@]}"

@@ -9,8 +9,11 @@
 # a failure. Exits non-zero when any program failed.
 #
 # Time limit per program: a "# timeout: SECONDS" line in its header, else
-# 300 s; MR_TEST_TIMEOUT overrides both. MR_TEST_TIMEOUT_SCALE=N multiplies
-# the limit (the debug kernel of make check-debug is several times slower).
+# the directory's, kselftest's "settings" file's timeout=SECONDS (300 s);
+# MR_TEST_TIMEOUT overrides both. MR_TEST_TIMEOUT_SCALE=N multiplies the
+# limit (the debug kernel of make check-debug is several times slower).
+#
+# run_tests.sh --timeout PROG: prints PROG's limit, and runs nothing.
 set -euo pipefail
 
 # One compound command: bash reads it whole before running it, so editing
@@ -19,6 +22,29 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$HERE"
+
+# The limit of a program that names none: kselftest's runner takes it from
+# the same line of "settings".
+default_timeout=$(sed -n 's/^timeout=\([0-9][0-9]*\)$/\1/p' settings | tail -n 1)
+[[ -n $default_timeout ]] || { echo "Bail out! no timeout=SECONDS in $HERE/settings"; exit 1; }
+
+# prog_timeout PROG: the program's time limit: MR_TEST_TIMEOUT if set, else
+# what a "# timeout: SECONDS" line in its header says, else the default.
+prog_timeout() {
+	local t
+	if [[ -n ${MR_TEST_TIMEOUT:-} ]]; then
+		echo "$MR_TEST_TIMEOUT"
+		return
+	fi
+	t=$(sed -n '1,30s/^# timeout: \([0-9][0-9]*\)$/\1/p' "$1" | head -n 1)
+	echo "$((${t:-$default_timeout} * ${MR_TEST_TIMEOUT_SCALE:-1}))"
+}
+
+if [[ ${1:-} == --timeout ]]; then
+	[[ $# == 2 && -f ${2%.sh}.sh ]] || { echo "usage: run_tests.sh --timeout PROG" >&2; exit 2; }
+	prog_timeout "${2%.sh}.sh"
+	exit
+fi
 
 read -ra all <<<"$(make -s --no-print-directory -f Makefile list-progs)"
 # Programs known to fail run only when a PATTERN names them.
@@ -87,18 +113,6 @@ leak_scan() {
 # The boot's own suspects are not the tests'.
 leak_scan >/dev/null
 
-
-# prog_timeout PROG: the program's time limit: MR_TEST_TIMEOUT if set, else
-# what a "# timeout: SECONDS" line in its header says, else 300 s.
-prog_timeout() {
-	local t
-	if [[ -n ${MR_TEST_TIMEOUT:-} ]]; then
-		echo "$MR_TEST_TIMEOUT"
-		return
-	fi
-	t=$(sed -n '1,30s/^# timeout: \([0-9][0-9]*\)$/\1/p' "$1" | head -n 1)
-	echo "$((${t:-300} * ${MR_TEST_TIMEOUT_SCALE:-1}))"
-}
 
 # run_one PROG OUT: runs PROG in its own session, output to OUT and, indented,
 # to us. Sets rc (124 on timeout) and oops=1 if the kernel oopsed meanwhile.

@@ -82,37 +82,14 @@ ERROR_COUNTERS="rx_drop_malformed rx_drop_no_qp rx_drop_no_conn
 	mr_skip_all "$TOOL or $ITOOL is missing: run make userspace"
 
 # kmem [all]: unreclaimable slab plus vmalloc, in KiB: what QPs and
-# connections take from the kernel. Measured once the caches have given
-# back what they only keep for reuse, which is not the test's to count
-# (read after drop_caches alone, 0.8-2.5 MiB more than the starting level
-# was left after 4000 QPs, nearly all of it in such caches):
-# - reclaimable caches (dentries, inodes) are dropped, and left out;
-# - every slab cache frees its empty slabs and flushes its per-CPU
-#   partial lists (/sys/kernel/slab/*/shrink): unreclaimable slab counts
-#   whole slabs, and the teardown leaves many slabs of the kmalloc and
-#   skbuff caches empty or nearly so (1.5 MiB here after 4000 QPs);
-# - without "all", the vmap_area cache is left out: a freed vmalloc area's
-#   pages are freed (VmallocUsed) at once, but its vmap_area waits for
-#   the next lazy TLB purge, which comes only once lazy_max_pages of
-#   address space (32 MiB times fls(CPUs): 64 MiB on two) has been freed:
-#   after 8000 QPs, about 8000 of them (560 KiB). A leaked vmalloc area
-#   still counts with its pages.
+# connections take from the kernel (lib.sh's mr_kmem, which says how it is
+# measured); without "all", the vmap_area cache is left out.
 kmem() {
-	local f
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	for f in /sys/kernel/slab/*/shrink; do
-		echo 1 >"$f" 2>/dev/null || true
-	done
-	awk -v all="${1:-}" -v kib="$(($(getconf PAGESIZE) / 1024))" '
-		FILENAME == "/proc/meminfo" && /^(SUnreclaim|VmallocUsed):/ {
-			s += $2
-		}
-		# name active num objsize objperslab pagesperslab ... num_slabs
-		FILENAME == "/proc/slabinfo" && $1 == "vmap_area" && all == "" {
-			s -= $15 * $6 * kib
-		}
-		END { print s }' /proc/meminfo /proc/slabinfo
+	if [[ ${1:-} == all ]]; then
+		mr_kmem
+	else
+		mr_kmem --no-vmap-area
+	fi
 }
 
 # vmap_kib: the vmap_area cache's slabs, KiB (after kmem).

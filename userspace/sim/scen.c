@@ -17,6 +17,7 @@
 #include <time.h>
 #include <assert.h>
 #include "sim.h"
+#include "tap.h"
 
 #define US	1000ull
 #define MS	1000000ull
@@ -1242,22 +1243,6 @@ static void scen_many(void)
 
 /* Smoke test -------------------------------------------------------------- */
 
-static int tap_n, tap_fail;
-
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", ok ? "" : "not ", ++tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!ok)
-		tap_fail++;
-}
-
 static int smoke(void)
 {
 	struct loss_res l0, l1, l10, rl0, rl1;
@@ -1268,43 +1253,43 @@ static int smoke(void)
 	double cap = 8 * 100.0 * 4096 / (4096 + 60 + SIM_L1_L4);
 
 	quick = 1;
-	printf("TAP version 13\n1..15\n");
+	tap_start();
 	run_loss(PROTO_MR, 0, &l0);
-	tap(l0.gbps >= 0.85 * cap && !l0.retx,
-	    "loss: lossless goodput %.1f Gb/s >= 85%% of %.1f, no retransmission",
-	    l0.gbps, cap);
+	tap_ok(l0.gbps >= 0.85 * cap && !l0.retx,
+	       "loss: lossless goodput %.1f Gb/s >= 85%% of %.1f, no retransmission",
+	       l0.gbps, cap);
 	run_loss(PROTO_MR, 10000, &l1);
-	tap(l1.gbps >= 0.9 * l0.gbps && !l1.qp_errors,
-	    "loss: 1%% per-link loss keeps %.3f of lossless goodput (>= 0.9)",
-	    l1.gbps / l0.gbps);
+	tap_ok(l1.gbps >= 0.9 * l0.gbps && !l1.qp_errors,
+	       "loss: 1%% per-link loss keeps %.3f of lossless goodput (>= 0.9)",
+	       l1.gbps / l0.gbps);
 	run_loss(PROTO_MR, 100000, &l10);
-	tap(l10.gbps >= 0.5 * l0.gbps && !l10.qp_errors,
-	    "loss: 10%% per-link loss keeps %.3f of lossless goodput (>= 0.5)",
-	    l10.gbps / l0.gbps);
+	tap_ok(l10.gbps >= 0.5 * l0.gbps && !l10.qp_errors,
+	       "loss: 10%% per-link loss keeps %.3f of lossless goodput (>= 0.5)",
+	       l10.gbps / l0.gbps);
 	run_loss(PROTO_ROCE, 0, &rl0);
 	run_loss(PROTO_ROCE, 10000, &rl1);
-	tap(rl0.gbps >= 0.85 * 100 && rl1.gbps / rl0.gbps < l1.gbps / l0.gbps,
-	    "baseline: lossless %.1f Gb/s on one plane, 1%% loss ratio %.3f below metaroce's",
-	    rl0.gbps, rl1.gbps / rl0.gbps);
+	tap_ok(rl0.gbps >= 0.85 * 100 && rl1.gbps / rl0.gbps < l1.gbps / l0.gbps,
+	       "baseline: lossless %.1f Gb/s on one plane, 1%% loss ratio %.3f below metaroce's",
+	       rl0.gbps, rl1.gbps / rl0.gbps);
 	run_planes(PROTO_MR, 4, PSEL_PIN, 8, &pl);
-	tap(pl.util >= 0.85, "planes: 4 planes pinned, goodput %.3f of capacity",
-	    pl.util);
+	tap_ok(pl.util >= 0.85, "planes: 4 planes pinned, goodput %.3f of capacity",
+	       pl.util);
 	run_plane_fail(PROTO_MR, 8, &pr, NULL);
-	tap(!pr.qp_errors, "plane_fail: no QP error");
-	tap(pr.rec_us >= 0 && pr.surv_ratio >= 0.8,
-	    "plane_fail: recovered in %.1f us, %.3f of surviving capacity",
-	    pr.rec_us, pr.surv_ratio);
-	tap(pr.back_ratio >= 0.5,
-	    "plane_fail: traffic returns to the plane (share %.2f of others)",
-	    pr.back_ratio);
+	tap_ok(!pr.qp_errors, "plane_fail: no QP error");
+	tap_ok(pr.rec_us >= 0 && pr.surv_ratio >= 0.8,
+	       "plane_fail: recovered in %.1f us, %.3f of surviving capacity",
+	       pr.rec_us, pr.surv_ratio);
+	tap_ok(pr.back_ratio >= 0.5,
+	       "plane_fail: traffic returns to the plane (share %.2f of others)",
+	       pr.back_ratio);
 	run_incast(PROTO_MR, 16, 0, &ir, NULL);
-	tap(ir.jain >= 0.9 && ir.util >= 0.8,
-	    "incast 16->1: Jain %.4f, utilization %.3f", ir.jain, ir.util);
-	tap(!ir.qp_errors, "incast 16->1: no QP error");
+	tap_ok(ir.jain >= 0.9 && ir.util >= 0.8,
+	       "incast 16->1: Jain %.4f, utilization %.3f", ir.jain, ir.util);
+	tap_ok(!ir.qp_errors, "incast 16->1: no QP error");
 	/* First contact costs a round trip: the hello and its challenge. */
-	tap(ir.thint_rtts > 0 && ir.thint_rtts <= 3,
-	    "incast 16->1: every sender told a share <= 1.25 x fair within 3 RTTs (%.1f)",
-	    ir.thint_rtts);
+	tap_ok(ir.thint_rtts > 0 && ir.thint_rtts <= 3,
+	       "incast 16->1: every sender told a share <= 1.25 x fair within 3 RTTs (%.1f)",
+	       ir.thint_rtts);
 	/*
 	 * A 32-host all-to-all's completion time moves by several percent
 	 * with the seed alone: guard the mean of three seeds. Every flow
@@ -1325,29 +1310,28 @@ static int smoke(void)
 			sum += ar.ratio;
 		}
 		a2a_seed = 0;
-		tap(ok && sum / 3 <= 1.85,
-		    "alltoall 32 hosts, 3 seeds: every flow done, mean %.3f x ideal",
-		    sum / 3);
+		tap_ok(ok && sum / 3 <= 1.85,
+		       "alltoall 32 hosts, 3 seeds: every flow done, mean %.3f x ideal",
+		       sum / 3);
 	}
 	{
 		struct many_res mr;
 
 		run_many(1000, 10, &mr);
-		tap(mr.active_t1 == 1000 && mr.told_t1 == 1000 &&
-		    mr.dem_lo >= 25 && mr.dem_hi <= 100 && !mr.drops &&
-		    !mr.qp_errors,
-		    "1000 senders -> 1, a packet each every 160 runs: all 1000 counted and told the level, at their rate (%u told; demands %u..%u Mbit/s of 51)",
-		    mr.told_t1, mr.dem_lo, mr.dem_hi);
-		tap(mr.visits_t1 >= 990,
-		    "1000 senders -> 1: the receiver's runs read all of them (%.1f per run)",
-		    mr.visits_t1);
-		tap(mr.conns_end == 1000 && mr.active_end == 10 &&
-		    mr.visits_end <= 10.5,
-		    "990 of them stop: the runs read the 10 that go on, not the %u connections (%u active, %.1f per run)",
-		    mr.conns_end, mr.active_end, mr.visits_end);
+		tap_ok(mr.active_t1 == 1000 && mr.told_t1 == 1000 &&
+		       mr.dem_lo >= 25 && mr.dem_hi <= 100 && !mr.drops &&
+		       !mr.qp_errors,
+		       "1000 senders -> 1, a packet each every 160 runs: all 1000 counted and told the level, at their rate (%u told; demands %u..%u Mbit/s of 51)",
+		       mr.told_t1, mr.dem_lo, mr.dem_hi);
+		tap_ok(mr.visits_t1 >= 990,
+		       "1000 senders -> 1: the receiver's runs read all of them (%.1f per run)",
+		       mr.visits_t1);
+		tap_ok(mr.conns_end == 1000 && mr.active_end == 10 &&
+		       mr.visits_end <= 10.5,
+		       "990 of them stop: the runs read the 10 that go on, not the %u connections (%u active, %.1f per run)",
+		       mr.conns_end, mr.active_end, mr.visits_end);
 	}
-	printf("# %d tests, %d failed\n", tap_n, tap_fail);
-	return tap_fail ? 1 : 0;
+	return tap_done();
 }
 
 static void usage(void)

@@ -11,7 +11,7 @@ SIM_BIN := $(BUILD)/sim/mrsim
 SIM_BENCH := $(BUILD)/sim/mrbench
 SIM_CFLAGS := $(CFLAGS) -O2
 
-$(SIM_BIN): $(SIM_SRC) $(SIM_DIR)/sim.h $(CORE_LIB)
+$(SIM_BIN): $(SIM_SRC) $(SIM_DIR)/sim.h $(CURDIR)/include/tap.h $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(SIM_CFLAGS) -o $@ $(SIM_SRC) $(CORE_LIB) -lm
 

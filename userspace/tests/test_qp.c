@@ -464,6 +464,47 @@ static void test_window_fence(void)
 
 /* RNR */
 
+/*
+ * QP 0 of @e sends three messages of 100 bytes, a WRITE, an @op and a
+ * SEND (wr_id 1 to 3); the peer acknowledges every packet and refuses the
+ * second message (MSN 0x101) with an RNR NAK of timer code @timer.
+ */
+static void rnr_nak_second(struct ep *e, u8 op, u8 timer)
+{
+	struct mr_ack a;
+
+	ep_post(e, 0, MR_WR_WRITE, 100, 1);
+	ep_post(e, 0, op, 100, 2);
+	ep_post(e, 0, MR_WR_SEND, 100, 3);
+	ep_tx(e);
+	ep_ack_init(e, &a);
+	ep_ack_sent(e, &a, 0, 0, (u32)e->now);
+	ep_ack_qp(&a, MR_QPS_RNR, EP_QPN(0), 0, 0x101, timer);
+	ep_rx_ack(e, &a);
+}
+
+/*
+ * Two hosts (seed @seed) whose QP 0 is connected (PSNs 5 and 6) with the
+ * default attributes but these: the RNR NAKs a message may meet before it
+ * fails (@rnr_retry; 7: no limit), the responder's RNR timer code
+ * (@min_rnr_timer), the transport timeout (@timeout_ns; 0: the
+ * connection's) and its retries (@retry_cnt). No receive is posted.
+ */
+static struct h_net *rnr_net(u64 seed, u8 rnr_retry, u8 min_rnr_timer,
+			     u64 timeout_ns, u8 retry_cnt)
+{
+	struct h_net *n = net(0, seed);
+	struct mr_qp_attr a;
+
+	h_attr_default(n, &a);
+	a.rnr_retry = rnr_retry;
+	a.min_rnr_timer = min_rnr_timer;
+	a.timeout_ns = timeout_ns;
+	a.retry_cnt = retry_cnt;
+	h_connect_attr(n, 0, 5, 6, &a);
+	return n;
+}
+
 /* An OK block that arrives while waiting out an RNR NAK. */
 static void test_rnr_then_ok(void)
 {
@@ -472,14 +513,7 @@ static void test_rnr_then_ok(void)
 	struct mr_ack a;
 	u32 from;
 
-	ep_post(e, 0, MR_WR_WRITE, 100, 1);
-	ep_post(e, 0, MR_WR_SEND, 100, 2);
-	ep_post(e, 0, MR_WR_SEND, 100, 3);
-	ep_tx(e);
-	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 0, 0, (u32)e->now);
-	ep_ack_qp(&a, MR_QPS_RNR, EP_QPN(0), 0, 0x101, 14);
-	ep_rx_ack(e, &a);
+	rnr_nak_second(e, MR_WR_SEND, 14);
 	ep_ack_init(e, &a);
 	ep_ack_qp(&a, MR_QPS_OK, EP_QPN(0), 0, 0x102, 0);
 	ep_rx_ack(e, &a);	/* the SEND at 0x101 completed after all */
@@ -502,11 +536,9 @@ static void test_rnr_then_ok(void)
 
 static void test_rnr(void)
 {
-	struct h_net *n = net(0, 21);
-	struct mr_qp_attr a;
+	struct h_net *n = rnr_net(21, 7, 1, 0, 7);	/* the defaults */
 	int ok, i;
 
-	h_connect(n, 0, 5, 6);
 	fill(n, 0, 0, 3000, 9);
 	for (i = 0; i < 3; i++)
 		h_post(n, 0, 0, MR_WR_SEND, i * 1000, 1000, 0, 0);
@@ -528,10 +560,7 @@ static void test_rnr(void)
 	h_net_free(n);
 
 	/* exhaustion */
-	n = net(0, 22);
-	h_attr_default(n, &a);
-	a.rnr_retry = 2;
-	h_connect_attr(n, 0, 5, 6, &a);
+	n = rnr_net(22, 2, 1, 0, 7);
 	h_post(n, 0, 0, MR_WR_SEND, 0, 100, 0, 0);
 	h_post(n, 0, 0, MR_WR_WRITE, 0, 100, 0, 0);
 	ok = h_run(n, 10 * SEC) == 0;
@@ -544,11 +573,7 @@ static void test_rnr(void)
 	h_net_free(n);
 
 	/* the count is per message: separate episodes each get rnr_retry */
-	n = net(0, 23);
-	h_attr_default(n, &a);
-	a.rnr_retry = 1;
-	a.min_rnr_timer = 14;	/* 1.28 ms: one RNR NAK per episode */
-	h_connect_attr(n, 0, 5, 6, &a);
+	n = rnr_net(23, 1, 14, 0, 7);	/* 1.28 ms: one RNR NAK per episode */
 	ok = 1;
 	for (i = 0; i < 4; i++) {
 		h_post(n, 0, 0, MR_WR_SEND, 0, 100, 0, 0);
@@ -571,14 +596,7 @@ static void test_rnr_done_msg(void)
 	struct mr_ack a;
 	u32 from;
 
-	ep_post(e, 0, MR_WR_WRITE, 100, 1);
-	ep_post(e, 0, MR_WR_READ, 100, 2);
-	ep_post(e, 0, MR_WR_SEND, 100, 3);
-	ep_tx(e);
-	ep_ack_init(e, &a);
-	ep_ack_sent(e, &a, 0, 0, (u32)e->now);
-	ep_ack_qp(&a, MR_QPS_RNR, EP_QPN(0), 0, 0x101, 1);
-	ep_rx_ack(e, &a);
+	rnr_nak_second(e, MR_WR_READ, 1);
 	resp(e, MR_OP_READ_RESP, 0x101, PEER, 100, 0, 100);	/* lands */
 	from = e->ntx;
 	e->now += 20 * US;
@@ -605,15 +623,13 @@ static void test_rnr_done_msg(void)
 /* Waiting out a long RNR timer is not a transport timeout. */
 static void test_rnr_vs_timeout(void)
 {
-	struct h_net *n = net(0, 24);
-	struct mr_qp_attr a;
+	/*
+	 * RNR timer 7.68 ms; a transport timeout of 1 ms retried once:
+	 * fails after 2 ms without progress.
+	 */
+	struct h_net *n = rnr_net(24, 7, 20, 1 * MS, 1);
 	int ok;
 
-	h_attr_default(n, &a);
-	a.timeout_ns = 1 * MS;
-	a.retry_cnt = 1;		/* fail after 2 ms without progress */
-	a.min_rnr_timer = 20;		/* 7.68 ms */
-	h_connect_attr(n, 0, 5, 6, &a);
 	h_connect(n, 1, 7, 8);
 	h_post(n, 0, 0, MR_WR_SEND, 0, 100, 0, 0);
 	{

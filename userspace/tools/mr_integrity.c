@@ -27,20 +27,16 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#include "tcp_link.h"
+#include "verbs_tool.h"
 
 #define MAX_QPS		64
 #define MAX_BATCH	256
@@ -104,8 +100,7 @@ static uint64_t rng;
 static unsigned long long ops_done, bytes_done;
 static uint64_t max_counter;	/* sum of every FETCH_ADD of the run */
 
-static void __attribute__((format(printf, 1, 2), noreturn))
-die(const char *fmt, ...)
+void die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -198,49 +193,19 @@ static uint64_t op_id(unsigned int b, unsigned int k)
 	return ((uint64_t)b << 16 | k) ^ (opt.seed << 40);
 }
 
-/* TCP exchange */
+/* TCP exchange: ours out, theirs in (no time limit). */
 
 static void xchg(void *out, void *in, size_t len)
 {
-	if (write(sock, out, len) != (ssize_t)len)
-		die("tcp write: %s", strerror(errno));
-	for (size_t got = 0; got < len;) {
-		ssize_t n = read(sock, (char *)in + got, len - got);
-
-		if (n <= 0)
-			die("tcp read: %s", n ? strerror(errno) : "peer closed");
-		got += (size_t)n;
-	}
-}
-
-static void tcp_connect(const char *server)
-{
-	char why[128];
-
-	sock = tcp_link(server, opt.port, 100, why, sizeof(why));
-	if (sock < 0)
-		die("%s", why);
+	vt_send(sock, out, len);
+	vt_recv(sock, in, len, 0);
 }
 
 /* Verbs setup */
 
 static void setup_verbs(void)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_device *dev = NULL;
-	union ibv_gid gid;
-
-	if (!list)
-		die("no RDMA devices");
-	for (int i = 0; list[i]; i++)
-		if (!opt.dev || !strcmp(ibv_get_device_name(list[i]), opt.dev))
-			dev = list[i];
-	if (!dev)
-		die("device %s not found", opt.dev ? opt.dev : "(any)");
-	ctx = ibv_open_device(dev);
-	if (!ctx)
-		die("ibv_open_device: %s", strerror(errno));
-	ibv_free_device_list(list);
+	ctx = vt_open_device(opt.dev);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 4 * SQ_DEPTH * (int)opt.nqps, NULL, NULL, 0);
 	if (!pd || !cq)
@@ -263,13 +228,10 @@ static void setup_verbs(void)
 	if (!mr)
 		die("ibv_reg_mr: %s", strerror(errno));
 
-	if (ibv_query_gid(ctx, 1, opt.gidx, &gid))
-		die("ibv_query_gid %d: %s", opt.gidx, strerror(errno));
-	memcpy(local.gid, gid.raw, 16);
+	vt_gid(ctx, opt.gidx, local.gid);
 	local.rkey = mr->rkey;
 	local.addr = (uintptr_t)mem;
 	local.atomic_addr = (uintptr_t)atomic_word;
-	srand48(getpid() ^ time(NULL));
 	for (unsigned int i = 0; i < opt.nqps; i++) {
 		struct ibv_qp_init_attr qa = {
 			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
@@ -277,75 +239,29 @@ static void setup_verbs(void)
 				 .max_recv_wr = SQ_DEPTH,
 				 .max_send_sge = 1, .max_recv_sge = 1 },
 		};
-		struct ibv_qp_attr a = {
-			.qp_state = IBV_QPS_INIT, .pkey_index = 0,
-			.port_num = 1,
-			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-					   IBV_ACCESS_REMOTE_READ |
-					   IBV_ACCESS_REMOTE_ATOMIC,
-		};
 
-		qps[i] = ibv_create_qp(pd, &qa);
-		if (!qps[i])
-			die("ibv_create_qp: %s", strerror(errno));
-		if (ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			die("modify INIT: %s", strerror(errno));
+		qps[i] = vt_rc_qp(pd, &qa, IBV_ACCESS_REMOTE_WRITE |
+				  IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_REMOTE_ATOMIC, i);
 		local.qpn[i] = qps[i]->qp_num;
-		local.psn[i] = lrand48() & 0xffffff;
+		local.psn[i] = vt_psn();
 	}
 }
 
 static void connect_qps(void)
 {
-	struct ibv_port_attr pa;
+	struct vt_path p = {
+		.mtu = vt_active_mtu(ctx), .sgid_index = opt.gidx,
+		.dgid = remote.gid, .rd_atomic = 16, .min_rnr_timer = 1,
+		.timeout = 14,
+	};
 
-	if (ibv_query_port(ctx, 1, &pa))
-		die("ibv_query_port: %s", strerror(errno));
-	for (unsigned int i = 0; i < opt.nqps; i++) {
-		struct ibv_qp_attr a = {
-			.qp_state = IBV_QPS_RTR,
-			.path_mtu = pa.active_mtu,
-			.dest_qp_num = remote.qpn[i],
-			.rq_psn = remote.psn[i],
-			.max_dest_rd_atomic = 16,
-			.min_rnr_timer = 1,
-			.ah_attr = {
-				.is_global = 1, .port_num = 1,
-				.grh = { .sgid_index = (uint8_t)opt.gidx,
-					 .hop_limit = 64 },
-			},
-		};
-
-		memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
-		if (ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_AV |
-				  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER))
-			die("modify RTR: %s", strerror(errno));
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.timeout = 14;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.sq_psn = local.psn[i];
-		a.max_rd_atomic = 16;
-		if (ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-			die("modify RTS: %s", strerror(errno));
-	}
+	for (unsigned int i = 0; i < opt.nqps; i++)
+		vt_rc_connect(qps[i], &p, remote.qpn[i], remote.psn[i],
+			      local.psn[i], i);
 }
 
 /* Completions */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Wait for @n completions; each must succeed. Receives go to @recv_cb. */
 static void wait_cqes(unsigned int n, void (*recv_cb)(struct ibv_wc *))
@@ -625,7 +541,7 @@ int main(int argc, char **argv)
 		die("bad --qps or --batch");
 
 	setup_verbs();
-	tcp_connect(server);
+	sock = vt_link(server, opt.port, 100);
 	xchg(&local, &remote, sizeof(local));
 	connect_qps();
 	{

@@ -42,7 +42,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,60 +52,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-static unsigned int test_num, test_failed;
-
-static void tap(bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void tap(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %u - ", ok ? "ok" : "not ok", ++test_num);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!ok)
-		test_failed++;
-}
-
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("# ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-static void bail(const char *fmt, ...) __attribute__((format(printf, 1, 2),
-						      noreturn));
-
-static void bail(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("Bail out! ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	exit(1);
-}
-
-static int done_testing(void)
-{
-	printf("1..%u\n", test_num);
-	return test_failed ? 1 : 0;
-}
+#include "tap.h"
 
 static const char *dev_name;
 static struct ibv_context *ctx;
@@ -124,29 +70,29 @@ static void open_dev(const char *name)
 	dev_name = name;
 	list = ibv_get_device_list(&n);
 	if (!list)
-		bail("ibv_get_device_list: %s", strerror(errno));
+		tap_bail("ibv_get_device_list: %s", strerror(errno));
 	for (i = 0; i < n; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), name))
 			break;
 	if (i == n)
-		bail("no RDMA device %s", name);
+		tap_bail("no RDMA device %s", name);
 	ctx = ibv_open_device(list[i]);
 	if (!ctx)
-		bail("ibv_open_device %s: %s", name, strerror(errno));
+		tap_bail("ibv_open_device %s: %s", name, strerror(errno));
 	ibv_free_device_list(list);
 	if (ibv_query_device(ctx, &attr))
-		bail("ibv_query_device: %s", strerror(errno));
+		tap_bail("ibv_query_device: %s", strerror(errno));
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	if (!pd || !cq)
-		bail("PD or CQ: %s", strerror(errno));
+		tap_bail("PD or CQ: %s", strerror(errno));
 }
 
 static void set_gid(const char *arg)
 {
 	gidx = atoi(arg);
 	if (ibv_query_gid(ctx, 1, gidx, &gid))
-		bail("ibv_query_gid %d: %s", gidx, strerror(errno));
+		tap_bail("ibv_query_gid %d: %s", gidx, strerror(errno));
 }
 
 /* --- sysfs, debugfs, /proc --------------------------------------------- */
@@ -237,7 +183,7 @@ static void write_file(const char *path, const char *s)
 
 	if (fd >= 0) {
 		if (write(fd, s, strlen(s)) < 0)
-			diag("write %s: %s", path, strerror(errno));
+			tap_diag("write %s: %s", path, strerror(errno));
 		close(fd);
 	}
 }
@@ -260,7 +206,7 @@ static long kmem_kib(void)
 		pclose(f);
 	f = fopen("/proc/meminfo", "r");
 	if (!f)
-		bail("/proc/meminfo: %s", strerror(errno));
+		tap_bail("/proc/meminfo: %s", strerror(errno));
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "SUnreclaim: %ld", &v) == 1 ||
 		    sscanf(line, "VmallocUsed: %ld", &v) == 1)
@@ -305,7 +251,7 @@ static void addr_gid(const char *prefix, unsigned int i, union ibv_gid *g)
 
 	snprintf(s, sizeof(s), "%s.%u.%u", prefix, (i >> 8) & 255, i & 255);
 	if (inet_pton(AF_INET, s, &a) != 1)
-		bail("bad address %s", s);
+		tap_bail("bad address %s", s);
 	memset(g, 0, sizeof(*g));
 	g->raw[10] = 0xff;
 	g->raw[11] = 0xff;
@@ -515,15 +461,15 @@ static void check_kind(enum kind k, const char *have)
 	int err = 0;
 
 	if (max <= 0 || want <= 0 || want > (1L << 24)) {
-		tap(false, "max_%s %ld with %ld already: nothing to test",
-		    kind_name[k], max, max - want);
+		tap_ok(false, "max_%s %ld with %ld already: nothing to test",
+		       kind_name[k], max, max - want);
 		return;
 	}
 	/* Room for one more than the limit allows: a device that does not
 	 * enforce it takes that one too. */
 	objs = calloc(want + 1, sizeof(*objs));
 	if (!objs)
-		bail("out of memory");
+		tap_bail("out of memory");
 	while (n <= want) {
 		objs[n] = obj_create(k);
 		if (!objs[n]) {
@@ -532,22 +478,22 @@ static void check_kind(enum kind k, const char *have)
 		}
 		n++;
 	}
-	tap(n == want && err == ENOMEM,
-	    "max_%s %ld: %ld created (%ld expected), then %s (ENOMEM expected) [%.1f s]",
-	    kind_name[k], max, n, want, n > want ? "one more" : strerror(err),
-	    now_s() - t0);
+	tap_ok(n == want && err == ENOMEM,
+	       "max_%s %ld: %ld created (%ld expected), then %s (ENOMEM expected) [%.1f s]",
+	       kind_name[k], max, n, want, n > want ? "one more" : strerror(err),
+	       now_s() - t0);
 	/* The count is released: one goes, another comes. */
 	if (n) {
 		obj_destroy(k, objs[--n]);
 		extra = obj_create(k);
-		tap(extra != NULL, "max_%s: one destroyed, another created (%s)",
-		    kind_name[k], extra ? "ok" : strerror(errno));
+		tap_ok(extra != NULL, "max_%s: one destroyed, another created (%s)",
+		       kind_name[k], extra ? "ok" : strerror(errno));
 		if (extra)
 			objs[n++] = extra;
 	}
 	for (i = n - 1; i >= 0; i--)
 		if (obj_destroy(k, objs[i]))
-			diag("destroying %s %ld failed", kind_name[k], i);
+			tap_diag("destroying %s %ld failed", kind_name[k], i);
 	free(objs);
 }
 
@@ -568,63 +514,63 @@ static void check_attributes(void)
 
 	ia.cap.max_recv_wr = attr.max_qp_wr + 1;
 	qp = ibv_create_qp(pd, &ia);
-	tap(!qp && errno == EINVAL, "max_recv_wr past max_qp_wr: %s",
-	    qp ? "created" : strerror(errno));
+	tap_ok(!qp && errno == EINVAL, "max_recv_wr past max_qp_wr: %s",
+	       qp ? "created" : strerror(errno));
 	if (qp)
 		ibv_destroy_qp(qp);
 	ia.cap.max_recv_wr = 1;
 	ia.cap.max_recv_sge = attr.max_sge + 1;
 	qp = ibv_create_qp(pd, &ia);
-	tap(!qp && errno == EINVAL, "max_recv_sge past max_sge: %s",
-	    qp ? "created" : strerror(errno));
+	tap_ok(!qp && errno == EINVAL, "max_recv_sge past max_sge: %s",
+	       qp ? "created" : strerror(errno));
 	if (qp)
 		ibv_destroy_qp(qp);
 	ia.cap.max_recv_sge = 1;
 
 	sa.attr.max_wr = attr.max_srq_wr + 1;
 	srq = ibv_create_srq(pd, &sa);
-	tap(!srq && errno == EINVAL, "SRQ max_wr past max_srq_wr: %s",
-	    srq ? "created" : strerror(errno));
+	tap_ok(!srq && errno == EINVAL, "SRQ max_wr past max_srq_wr: %s",
+	       srq ? "created" : strerror(errno));
 	if (srq)
 		ibv_destroy_srq(srq);
 	sa.attr.max_wr = 1;
 	sa.attr.max_sge = attr.max_srq_sge + 1;
 	srq = ibv_create_srq(pd, &sa);
-	tap(!srq && errno == EINVAL, "SRQ max_sge past max_srq_sge: %s",
-	    srq ? "created" : strerror(errno));
+	tap_ok(!srq && errno == EINVAL, "SRQ max_sge past max_srq_sge: %s",
+	       srq ? "created" : strerror(errno));
 	if (srq)
 		ibv_destroy_srq(srq);
 
 	c = ibv_create_cq(ctx, attr.max_cqe + 1, NULL, NULL, 0);
-	tap(!c && errno == EINVAL, "CQ past max_cqe: %s",
-	    c ? "created" : strerror(errno));
+	tap_ok(!c && errno == EINVAL, "CQ past max_cqe: %s",
+	       c ? "created" : strerror(errno));
 	if (c)
 		ibv_destroy_cq(c);
 
 	/* No need to map it: the length alone is refused. */
 	mr = ibv_reg_mr(pd, page, attr.max_mr_size + 4096,
 			IBV_ACCESS_LOCAL_WRITE);
-	tap(!mr && errno == EINVAL, "MR past max_mr_size: %s",
-	    mr ? "registered" : strerror(errno));
+	tap_ok(!mr && errno == EINVAL, "MR past max_mr_size: %s",
+	       mr ? "registered" : strerror(errno));
 	if (mr)
 		ibv_dereg_mr(mr);
 
 	qp = rc_qp(1, 1);
 	if (!qp || to_init(qp))
-		bail("an RC QP in INIT: %s", strerror(errno));
+		tap_bail("an RC QP in INIT: %s", strerror(errno));
 	qa.qp_state = IBV_QPS_INIT;
 	qa.max_dest_rd_atomic = attr.max_qp_rd_atom + 1;
 	errno = ibv_modify_qp(qp, &qa, IBV_QP_MAX_DEST_RD_ATOMIC);
-	tap(errno == EINVAL, "max_dest_rd_atomic past max_qp_rd_atom: %s",
-	    strerror(errno));
+	tap_ok(errno == EINVAL, "max_dest_rd_atomic past max_qp_rd_atom: %s",
+	       strerror(errno));
 	qa.max_dest_rd_atomic = 0;
 	qa.max_rd_atomic = attr.max_qp_init_rd_atom + 1;
 	errno = ibv_modify_qp(qp, &qa, IBV_QP_MAX_QP_RD_ATOMIC);
-	tap(errno == EINVAL, "max_rd_atomic past max_qp_init_rd_atom: %s",
-	    strerror(errno));
+	tap_ok(errno == EINVAL, "max_rd_atomic past max_qp_init_rd_atom: %s",
+	       strerror(errno));
 	qa.pkey_index = attr.max_pkeys;
 	errno = ibv_modify_qp(qp, &qa, IBV_QP_PKEY_INDEX);
-	tap(errno == EINVAL, "pkey_index past max_pkeys: %s", strerror(errno));
+	tap_ok(errno == EINVAL, "pkey_index past max_pkeys: %s", strerror(errno));
 	ibv_destroy_qp(qp);
 }
 
@@ -642,20 +588,20 @@ static int cmd_objects(int argc, char **argv)
 		    gid.raw[10] == 0xff && gid.raw[11] == 0xff)
 			break;
 	if (gidx == 16)
-		bail("%s has no IPv4 GID", dev_name);
+		tap_bail("%s has no IPv4 GID", dev_name);
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (page == MAP_FAILED)
-		bail("mmap: %s", strerror(errno));
+		tap_bail("mmap: %s", strerror(errno));
 	memset(page, 0, 4096);
-	diag("%s: max_pd %d max_mr %d max_cq %d max_srq %d max_qp %d max_ah %d; already: %s",
-	     dev_name, attr.max_pd, attr.max_mr, attr.max_cq, attr.max_srq,
-	     attr.max_qp, attr.max_ah, have);
+	tap_diag("%s: max_pd %d max_mr %d max_cq %d max_srq %d max_qp %d max_ah %d; already: %s",
+		 dev_name, attr.max_pd, attr.max_mr, attr.max_cq, attr.max_srq,
+		 attr.max_qp, attr.max_ah, have);
 	for (k = 0; k < K_NR; k++)
 		if (!only || strstr(only, kind_name[k]))
 			check_kind(k, have);
 	check_attributes();
-	return done_testing();
+	return tap_done();
 }
 
 /* --- memcg ---------------------------------------------------------------- */
@@ -669,9 +615,9 @@ static long cg_current(const char *cg)
 	snprintf(path, sizeof(path), "%s/memory.current", cg);
 	f = fopen(path, "r");
 	if (!f)
-		bail("%s: %s", path, strerror(errno));
+		tap_bail("%s: %s", path, strerror(errno));
 	if (fscanf(f, "%ld", &v) != 1)
-		bail("%s: no number", path);
+		tap_bail("%s: no number", path);
 	fclose(f);
 	return v / 1024;
 }
@@ -690,7 +636,7 @@ static int cmd_memcg(int argc, char **argv)
 	int i, err;
 
 	if (argc != 6)
-		bail("usage: mr_limits memcg DEV GIDX CGROUP PREFIX");
+		tap_bail("usage: mr_limits memcg DEV GIDX CGROUP PREFIX");
 	open_dev(argv[2]);
 	set_gid(argv[3]);
 	snprintf(path, sizeof(path), "%s/cgroup.procs", argv[4]);
@@ -701,37 +647,37 @@ static int cmd_memcg(int argc, char **argv)
 	for (i = 0; i < NQP; i++) {
 		qps[i] = rc_qp(4096, 16);
 		if (!qps[i])
-			bail("QP %d with 4096 WRs of 16 SGEs: %s", i,
-			     strerror(errno));
+			tap_bail("QP %d with 4096 WRs of 16 SGEs: %s", i,
+				 strerror(errno));
 	}
 	for (i = 0; i < NCQ; i++) {
 		cqs[i] = ibv_create_cq(ctx, 65535, NULL, NULL, 0);
 		if (!cqs[i])
-			bail("CQ %d of 65535: %s", i, strerror(errno));
+			tap_bail("CQ %d of 65535: %s", i, strerror(errno));
 	}
 	for (i = 0; i < NSRQ; i++) {
 		srqs[i] = ibv_create_srq(pd, &sa);
 		if (!srqs[i])
-			bail("SRQ %d: %s", i, strerror(errno));
+			tap_bail("SRQ %d: %s", i, strerror(errno));
 	}
 	for (i = 0; i < NPEER; i++) {
 		conn[i] = connected_qp(argv[5], i + 1, &err);
 		if (!conn[i])
-			bail("QP connected to address %d: %s", i + 1,
-			     strerror(err));
+			tap_bail("QP connected to address %d: %s", i + 1,
+				 strerror(err));
 	}
 	k1 = kmem_kib();
 	c1 = cg_current(argv[4]);
 	kd = k1 - k0;
 	cd = c1 - c0;
-	diag("kernel memory %ld -> %ld KiB (+%ld), cgroup %ld -> %ld KiB (+%ld)",
-	     k0, k1, kd, c0, c1, cd);
+	tap_diag("kernel memory %ld -> %ld KiB (+%ld), cgroup %ld -> %ld KiB (+%ld)",
+		 k0, k1, kd, c0, c1, cd);
 	/* 8 QPs alone take some 40 MiB: the measurement cannot be noise. */
-	tap(kd >= 32 * 1024, "the objects took %ld KiB of kernel memory (32 MiB or more expected)",
-	    kd);
-	tap(cd >= kd * 8 / 10,
-	    "%ld KiB of it charged to the cgroup: %ld%% (80%% or more expected)",
-	    cd, kd > 0 ? cd * 100 / kd : 0);
+	tap_ok(kd >= 32 * 1024, "the objects took %ld KiB of kernel memory (32 MiB or more expected)",
+	       kd);
+	tap_ok(cd >= kd * 8 / 10,
+	       "%ld KiB of it charged to the cgroup: %ld%% (80%% or more expected)",
+	       cd, kd > 0 ? cd * 100 / kd : 0);
 	for (i = 0; i < NPEER; i++)
 		ibv_destroy_qp(conn[i]);
 	for (i = 0; i < NSRQ; i++)
@@ -740,7 +686,7 @@ static int cmd_memcg(int argc, char **argv)
 		ibv_destroy_cq(cqs[i]);
 	for (i = 0; i < NQP; i++)
 		ibv_destroy_qp(qps[i]);
-	return done_testing();
+	return tap_done();
 }
 
 /* --- peers ------------------------------------------------------------------ */
@@ -773,46 +719,46 @@ static int cmd_peers(int argc, char **argv)
 	int n, err, i, fit;
 
 	if (argc != 5)
-		bail("usage: mr_limits peers DEV GIDX PREFIX");
+		tap_bail("usage: mr_limits peers DEV GIDX PREFIX");
 	open_dev(argv[2]);
 	set_gid(argv[3]);
 	prefix = argv[4];
 	old_peers = sysfs_read("max_peers");
 	old_mem = sysfs_read("max_peer_mem_mb");
-	tap(old_peers > 0 && old_mem > 0,
-	    "tunables max_peers (%ld) and max_peer_mem_mb (%ld)", old_peers,
-	    old_mem);
+	tap_ok(old_peers > 0 && old_mem > 0,
+	       "tunables max_peers (%ld) and max_peer_mem_mb (%ld)", old_peers,
+	       old_mem);
 	if (old_peers <= 0 || old_mem <= 0)
-		return done_testing();
+		return tap_done();
 	if (!peer_stats(&ps0))
-		bail("no peer accounting line in debugfs");
+		tap_bail("no peer accounting line in debugfs");
 	if (ps0.connections)
-		bail("%s already has %ld peers", dev_name, ps0.connections);
+		tap_bail("%s already has %ld peers", dev_name, ps0.connections);
 
 	/* The count. */
 	err = sysfs_write("max_peers", LIMIT);
-	tap(!err, "max_peers set to %d (%s)", LIMIT, strerror(err));
+	tap_ok(!err, "max_peers set to %d (%s)", LIMIT, strerror(err));
 	n = connect_until_refused(prefix, 1, LIMIT + 1, qps, &err);
-	tap(n == LIMIT && err == ENOMEM,
-	    "%d QPs connected to %d addresses, then %s (ENOMEM expected at %d)",
-	    n, n, n > LIMIT ? "one more" : strerror(err), LIMIT);
+	tap_ok(n == LIMIT && err == ENOMEM,
+	       "%d QPs connected to %d addresses, then %s (ENOMEM expected at %d)",
+	       n, n, n > LIMIT ? "one more" : strerror(err), LIMIT);
 	peer_stats(&ps);
-	tap(ps.connections == n && ps.refused > ps0.refused,
-	    "debugfs: %ld peers, %ld refused", ps.connections, ps.refused);
+	tap_ok(ps.connections == n && ps.refused > ps0.refused,
+	       "debugfs: %ld peers, %ld refused", ps.connections, ps.refused);
 	/* One QP goes: its peer, unused, is the one freed for the next. */
 	if (n) {
 		ibv_destroy_qp(qps[0]);
 		qps[0] = connected_qp(prefix, 100, &err);
 		peer_stats(&ps);
-		tap(qps[0] && ps.connections == n &&
-		    ps.evicted == ps0.evicted + 1,
-		    "a QP gone, a new address connects (%s): %ld peers, %ld evicted",
-		    qps[0] ? "ok" : strerror(err), ps.connections, ps.evicted);
+		tap_ok(qps[0] && ps.connections == n &&
+		       ps.evicted == ps0.evicted + 1,
+		       "a QP gone, a new address connects (%s): %ld peers, %ld evicted",
+		       qps[0] ? "ok" : strerror(err), ps.connections, ps.evicted);
 		/* Its own peer is in use: an address already known needs no
 		 * room. */
 		qp = connected_qp(prefix, 100, &err);
-		tap(qp != NULL, "at the limit, a second QP to a known address connects (%s)",
-		    qp ? "ok" : strerror(err));
+		tap_ok(qp != NULL, "at the limit, a second QP to a known address connects (%s)",
+		       qp ? "ok" : strerror(err));
 		if (qp)
 			ibv_destroy_qp(qp);
 	}
@@ -821,42 +767,42 @@ static int cmd_peers(int argc, char **argv)
 			ibv_destroy_qp(qps[i]);
 	err = sysfs_write("max_peers", old_peers);
 	if (err)
-		bail("restoring max_peers: %s", strerror(err));
+		tap_bail("restoring max_peers: %s", strerror(err));
 
 	/* The memory: room for a few peers. */
 	qp = connected_qp(prefix, 200, &err);
 	if (!qp)
-		bail("connecting a QP: %s", strerror(err));
+		tap_bail("connecting a QP: %s", strerror(err));
 	peer_stats(&ps);
 	per_peer = ps.connections ? ps.memory / ps.connections : 0;
 	ibv_destroy_qp(qp);
-	tap(per_peer >= 32768 && per_peer <= 1 << 20,
-	    "a peer holds %ld bytes (32 KiB-1 MiB expected)", per_peer);
+	tap_ok(per_peer >= 32768 && per_peer <= 1 << 20,
+	       "a peer holds %ld bytes (32 KiB-1 MiB expected)", per_peer);
 	if (per_peer < 32768 || per_peer > 1 << 20)
-		return done_testing();
+		return tap_done();
 	err = sysfs_write("max_peer_mem_mb", 1);
-	tap(!err, "max_peer_mem_mb set to 1 (%s)", strerror(err));
+	tap_ok(!err, "max_peer_mem_mb set to 1 (%s)", strerror(err));
 	/* The idle peer of address 200 makes room first. */
 	fit = (1 << 20) / per_peer;
 	n = connect_until_refused(prefix, 300, ROOM, qps, &err);
-	tap(n == fit && err == ENOMEM,
-	    "%d QPs connected in 1 MiB, then %s (ENOMEM expected after %d)", n,
-	    n == ROOM ? "no refusal" : strerror(err), fit);
+	tap_ok(n == fit && err == ENOMEM,
+	       "%d QPs connected in 1 MiB, then %s (ENOMEM expected after %d)", n,
+	       n == ROOM ? "no refusal" : strerror(err), fit);
 	peer_stats(&ps);
-	tap(ps.memory <= 1 << 20, "debugfs: peers hold %ld bytes", ps.memory);
+	tap_ok(ps.memory <= 1 << 20, "debugfs: peers hold %ld bytes", ps.memory);
 	for (i = 0; i < n; i++)
 		ibv_destroy_qp(qps[i]);
 	err = sysfs_write("max_peer_mem_mb", old_mem);
 	if (err)
-		bail("restoring max_peer_mem_mb: %s", strerror(err));
+		tap_bail("restoring max_peer_mem_mb: %s", strerror(err));
 
 	/* Out of range. */
-	tap(sysfs_write("max_peers", 0) == EINVAL, "max_peers 0 refused");
-	tap(sysfs_write("max_peer_mem_mb", 0) == EINVAL,
-	    "max_peer_mem_mb 0 refused");
-	tap(sysfs_read("max_peers") == old_peers &&
-	    sysfs_read("max_peer_mem_mb") == old_mem, "both restored");
-	return done_testing();
+	tap_ok(sysfs_write("max_peers", 0) == EINVAL, "max_peers 0 refused");
+	tap_ok(sysfs_write("max_peer_mem_mb", 0) == EINVAL,
+	       "max_peer_mem_mb 0 refused");
+	tap_ok(sysfs_read("max_peers") == old_peers &&
+	       sysfs_read("max_peer_mem_mb") == old_mem, "both restored");
+	return tap_done();
 }
 
 /* --- churn ------------------------------------------------------------------- */
@@ -873,16 +819,16 @@ static int cmd_churn(int argc, char **argv)
 	int err, i;
 
 	if (argc != 7)
-		bail("usage: mr_limits churn DEV GIDX PREFIX N MAX_PEERS");
+		tap_bail("usage: mr_limits churn DEV GIDX PREFIX N MAX_PEERS");
 	open_dev(argv[2]);
 	set_gid(argv[3]);
 	n = strtol(argv[5], NULL, 0);
 	max_peers = strtol(argv[6], NULL, 0);
 	if (n <= 0 || n > 60000 || max_peers <= 0)
-		bail("bad N or MAX_PEERS");
+		tap_bail("bad N or MAX_PEERS");
 	old_peers = sysfs_read("max_peers");
 	err = old_peers > 0 ? sysfs_write("max_peers", max_peers) : ENOENT;
-	tap(!err, "max_peers set to %ld (%s)", max_peers, strerror(err));
+	tap_ok(!err, "max_peers set to %ld (%s)", max_peers, strerror(err));
 	sge.addr = (uintptr_t)msg;
 	sge.length = sizeof(msg);
 	sge.lkey = 0;
@@ -898,25 +844,25 @@ static int cmd_churn(int argc, char **argv)
 		struct ibv_qp *qp = connected_qp(argv[4], i, &err);
 
 		if (!qp) {
-			tap(false, "iteration %d: connecting: %s", i,
-			    strerror(err));
+			tap_ok(false, "iteration %d: connecting: %s", i,
+			       strerror(err));
 			break;
 		}
 		if (ibv_post_send(qp, &wr, &bad))
-			bail("iteration %d: ibv_post_send: %s", i,
-			     strerror(errno));
+			tap_bail("iteration %d: ibv_post_send: %s", i,
+				 strerror(errno));
 		/* Let the kernel take the SEND: it is in flight when the
 		 * QP goes. */
 		usleep(500);
 		if (ibv_destroy_qp(qp))
-			bail("iteration %d: ibv_destroy_qp: %s", i,
-			     strerror(errno));
+			tap_bail("iteration %d: ibv_destroy_qp: %s", i,
+				 strerror(errno));
 		/* The peers debugfs lists (with or without the limits). */
 		if (i % 64 == 0 || i == n) {
 			long np = peer_lines();
 
 			if (np < 0)
-				bail("no debugfs peers file");
+				tap_bail("no debugfs peers file");
 			if (np > peak)
 				peak = np;
 		}
@@ -927,33 +873,33 @@ static int cmd_churn(int argc, char **argv)
 	k_end = kmem_kib();
 	if (peer_stats(&ps) && ps.connections)
 		per_peer = ps.memory / ps.connections;
-	tap(i > n, "%ld QPs created, connected to %ld addresses, used and destroyed in %.1f s",
-	    n, n, t);
-	tap(peak <= max_peers, "at most %ld peers at a time (limit %ld)",
-	    peak, max_peers);
+	tap_ok(i > n, "%ld QPs created, connected to %ld addresses, used and destroyed in %.1f s",
+	       n, n, t);
+	tap_ok(peak <= max_peers, "at most %ld peers at a time (limit %ld)",
+	       peak, max_peers);
 	/*
 	 * Bounded: at any time the loop holds at most max_peers peers, and
 	 * nothing else that lasts; the last two thirds of the loop add
 	 * nothing to what the first third left.
 	 */
 	bound = slack_kib + max_peers * per_peer / 1024;
-	diag("kernel memory: %ld KiB before, %ld after a third of the loop, %ld at its end; %ld bytes per peer",
-	     k0, k_mid, k_end, per_peer);
-	tap(k_mid - k0 <= bound && k_end - k0 <= bound,
-	    "kernel memory above its start: %+ld KiB after a third of the loop, %+ld at its end (%ld at most: %ld peers)",
-	    k_mid - k0, k_end - k0, bound, max_peers);
+	tap_diag("kernel memory: %ld KiB before, %ld after a third of the loop, %ld at its end; %ld bytes per peer",
+		 k0, k_mid, k_end, per_peer);
+	tap_ok(k_mid - k0 <= bound && k_end - k0 <= bound,
+	       "kernel memory above its start: %+ld KiB after a third of the loop, %+ld at its end (%ld at most: %ld peers)",
+	       k_mid - k0, k_end - k0, bound, max_peers);
 	kd = k_end - k_mid;
-	tap(kd <= slack_kib,
-	    "kernel memory grew %ld KiB in the last two thirds of the loop (%ld at most)",
-	    kd, slack_kib);
+	tap_ok(kd <= slack_kib,
+	       "kernel memory grew %ld KiB in the last two thirds of the loop (%ld at most)",
+	       kd, slack_kib);
 	/* Nobody ever answered: every peer goes once unused. */
 	t0 = now_s();
 	while (peer_lines() > 0 && now_s() - t0 < 30)
 		usleep(200000);
-	tap(peer_lines() == 0, "no peer left %.1f s after the loop (%ld)",
-	    now_s() - t0, peer_lines());
+	tap_ok(peer_lines() == 0, "no peer left %.1f s after the loop (%ld)",
+	       now_s() - t0, peer_lines());
 	if (old_peers > 0 && sysfs_write("max_peers", old_peers))
-		bail("restoring max_peers");
+		tap_bail("restoring max_peers");
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
@@ -965,10 +911,10 @@ static int cmd_churn(int argc, char **argv)
 			break;
 		sleep(1);
 	} while (now_s() - t0 < 20);
-	tap(k_end <= k0 + slack_kib,
-	    "kernel memory back: %ld KiB, was %ld (%+ld)", k_end, k0,
-	    k_end - k0);
-	return done_testing();
+	tap_ok(k_end <= k0 + slack_kib,
+	       "kernel memory back: %ld KiB, was %ld (%+ld)", k_end, k0,
+	       k_end - k0);
+	return tap_done();
 }
 
 int main(int argc, char **argv)
@@ -977,7 +923,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: mr_limits objects|memcg|peers|churn DEV ...\n");
 		return 2;
 	}
-	printf("TAP version 13\n");
+	tap_start();
 	if (!strcmp(argv[1], "objects"))
 		return cmd_objects(argc, argv);
 	if (!strcmp(argv[1], "memcg"))
@@ -986,5 +932,5 @@ int main(int argc, char **argv)
 		return cmd_peers(argc, argv);
 	if (!strcmp(argv[1], "churn"))
 		return cmd_churn(argc, argv);
-	bail("unknown command %s", argv[1]);
+	tap_bail("unknown command %s", argv[1]);
 }

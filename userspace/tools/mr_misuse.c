@@ -74,56 +74,7 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/metaroce-abi.h>
 
-/* --- TAP ------------------------------------------------------------------ */
-
-static unsigned int test_num, test_failed;
-
-static void tap(bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void tap(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %u - ", ok ? "ok" : "not ok", ++test_num);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!ok)
-		test_failed++;
-}
-
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("# ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-static void bail(const char *fmt, ...) __attribute__((format(printf, 1, 2),
-						      noreturn));
-
-static void bail(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("Bail out! ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	exit(1);
-}
+#include "tap.h"
 
 static const char *ename(int e)
 {
@@ -162,7 +113,7 @@ static void expect(int got, int want, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	tap(got == want, "%s: %s (expected %s)", what, ename(got), ename(want));
+	tap_ok(got == want, "%s: %s (expected %s)", what, ename(got), ename(want));
 }
 
 /*
@@ -180,8 +131,8 @@ static void expect2(int got, int a, int b, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	tap(got == a || got == b, "%s: %s (expected %s or %s)", what,
-	    ename(got), ename(a), ename(b));
+	tap_ok(got == a || got == b, "%s: %s (expected %s or %s)", what,
+	       ename(got), ename(a), ename(b));
 }
 
 #define EXPECT_GONE(got, ...) expect2(got, ENOENT, EINVAL, __VA_ARGS__)
@@ -219,7 +170,7 @@ static void find_dev(const char *dev)
 
 	dir = opendir("/sys/class/infiniband_verbs");
 	if (!dir)
-		bail("/sys/class/infiniband_verbs: %s", strerror(errno));
+		tap_bail("/sys/class/infiniband_verbs: %s", strerror(errno));
 	while ((d = readdir(dir))) {
 		if (strncmp(d->d_name, "uverbs", 6))
 			continue;
@@ -240,7 +191,7 @@ static void find_dev(const char *dev)
 		}
 		fclose(f);
 	}
-	bail("no uverbs device for %s", dev);
+	tap_bail("no uverbs device for %s", dev);
 }
 
 static void read_gid(const char *dev)
@@ -254,11 +205,11 @@ static void read_gid(const char *dev)
 		 dev, gidx);
 	f = fopen(path, "r");
 	if (!f || !fgets(s, sizeof(s), f))
-		bail("%s: %s", path, strerror(errno));
+		tap_bail("%s: %s", path, strerror(errno));
 	fclose(f);
 	if (sscanf(s, "%x:%x:%x:%x:%x:%x:%x:%x", &w[0], &w[1], &w[2], &w[3],
 		   &w[4], &w[5], &w[6], &w[7]) != 8)
-		bail("bad GID %s", s);
+		tap_bail("bad GID %s", s);
 	for (i = 0; i < 8; i++) {
 		own_gid[2 * i] = w[i] >> 8;
 		own_gid[2 * i + 1] = w[i] & 255;
@@ -270,7 +221,7 @@ static int dev_open(void)
 	int fd = open(dev_path, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
-		bail("open %s: %s", dev_path, strerror(errno));
+		tap_bail("open %s: %s", dev_path, strerror(errno));
 	return fd;
 }
 
@@ -288,7 +239,7 @@ static int cmd(int fd, uint32_t command, const void *in, size_t inlen,
 	ssize_t n;
 
 	if (len > sizeof(buf) || len % 4 || outlen % 4)
-		bail("command %u: bad lengths %zu/%zu", command, inlen, outlen);
+		tap_bail("command %u: bad lengths %zu/%zu", command, inlen, outlen);
 	h->command = command;
 	h->in_words = len / 4;
 	h->out_words = outlen / 4;
@@ -413,7 +364,7 @@ static int cq_create(int fd, uint32_t cqe, bool ring, struct cq *cq)
 		cq->r.slots = resp.d.slots;
 		cq->r.addr = map_ring(fd, &cq->r);
 		if (!cq->r.addr)
-			bail("mmap of a CQ ring: %s", strerror(errno));
+			tap_bail("mmap of a CQ ring: %s", strerror(errno));
 	}
 	return 0;
 }
@@ -482,7 +433,7 @@ static int qp_create(int fd, uint32_t pd, uint32_t cqh,
 		qp->sq.stride = resp.d.sq_stride;
 		qp->sq.addr = map_ring(fd, &qp->sq);
 		if (!qp->sq.addr)
-			bail("mmap of a send ring: %s", strerror(errno));
+			tap_bail("mmap of a send ring: %s", strerror(errno));
 	}
 	if (resp.d.comp_mask & METAROCE_QP_RQ_RING) {
 		qp->rq.offset = resp.d.rq_mmap_offset;
@@ -491,7 +442,7 @@ static int qp_create(int fd, uint32_t pd, uint32_t cqh,
 		qp->rq.stride = resp.d.rq_stride;
 		qp->rq.addr = map_ring(fd, &qp->rq);
 		if (!qp->rq.addr)
-			bail("mmap of a receive ring: %s", strerror(errno));
+			tap_bail("mmap of a receive ring: %s", strerror(errno));
 	}
 	return 0;
 }
@@ -720,7 +671,7 @@ static int post_raw(int fd, uint32_t command, uint32_t h, const void *wrs,
 	size_t len = sizeof(*c) + (size_t)n * wqe_size + nsge * sizeof(*sge);
 
 	if (len > sizeof(buf))
-		bail("post_raw: %zu bytes", len);
+		tap_bail("post_raw: %zu bytes", len);
 	memset(buf, 0, sizeof(buf));
 	c->response = U64(&r);
 	c->qp_handle = h;
@@ -829,24 +780,24 @@ static void sess_open(struct sess *s)
 	s->fd = dev_open();
 	err = ctx_get(s->fd, &s->async_fd);
 	if (err)
-		bail("GET_CONTEXT: %s", ename(err));
+		tap_bail("GET_CONTEXT: %s", ename(err));
 	err = pd_alloc(s->fd, &s->pd);
 	if (err)
-		bail("ALLOC_PD: %s", ename(err));
+		tap_bail("ALLOC_PD: %s", ename(err));
 	err = cq_create(s->fd, 256, true, &s->cq);
 	if (err)
-		bail("CREATE_CQ: %s", ename(err));
+		tap_bail("CREATE_CQ: %s", ename(err));
 	s->len = 1 << 20;
 	s->buf = mmap(NULL, s->len, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s->buf == MAP_FAILED)
-		bail("mmap: %s", strerror(errno));
+		tap_bail("mmap: %s", strerror(errno));
 	memset(s->buf, 0x5a, s->len);
 	err = mr_reg(s->fd, s->pd, s->buf, s->len,
 		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		     IBV_ACCESS_REMOTE_READ, &s->mr, &s->lkey, &s->rkey);
 	if (err)
-		bail("REG_MR: %s", ename(err));
+		tap_bail("REG_MR: %s", ename(err));
 }
 
 /* Closing the file destroys everything in it. */
@@ -879,7 +830,7 @@ static void pair_qps(struct sess *s, struct qp *a, struct qp *b)
 	if (!err)
 		err = qp_connect(s->fd, b, a->qpn);
 	if (err)
-		bail("a pair of connected QPs: %s", ename(err));
+		tap_bail("a pair of connected QPs: %s", ename(err));
 }
 
 /* An RC QP with rings, connected to itself. */
@@ -888,10 +839,10 @@ static void loop_qp(struct sess *s, struct qp *qp)
 	int err = qp_create(s->fd, s->pd, s->cq.h, &rc_ring, qp);
 
 	if (err)
-		bail("CREATE_QP with rings: %s", ename(err));
+		tap_bail("CREATE_QP with rings: %s", ename(err));
 	err = qp_connect(s->fd, qp, qp->qpn);
 	if (err)
-		bail("connecting a QP to itself: %s", ename(err));
+		tap_bail("connecting a QP to itself: %s", ename(err));
 }
 
 /* ============================================================== commands */
@@ -1318,10 +1269,10 @@ static void group_requests(void)
 
 		err = qp_create(s.fd, s.pd, s.cq.h, &rc_plain, &qp);
 		if (err)
-			bail("CREATE_QP: %s", ename(err));
+			tap_bail("CREATE_QP: %s", ename(err));
 		err = qp_connect(s.fd, &qp, qp.qpn);
 		if (err)
-			bail("connecting: %s", ename(err));
+			tap_bail("connecting: %s", ename(err));
 		w.num_sge = 1;
 		w.opcode = IBV_WR_RDMA_WRITE;
 		w.wr.rdma.remote_addr = U64(s.buf + 4096);
@@ -1606,7 +1557,7 @@ static void group_requests(void)
 			 U64(s.buf + 65536), 4096);
 		expect(sq_publish(s.fd, &qp), 0, "a WRITE through the send ring");
 		st = cq_wait(&s.cq, 1001, 10);
-		tap(st == IBV_WC_SUCCESS, "... completes with success (%d)", st);
+		tap_ok(st == IBV_WC_SUCCESS, "... completes with success (%d)", st);
 		expect(qp_destroy(s.fd, qp.h), 0, "DESTROY_QP");
 	}
 	sess_close(&s);
@@ -1657,11 +1608,11 @@ static void in_child(void (*fn)(void *), void *arg, int status,
 	pid_t pid;
 
 	if (pipe(p))
-		bail("pipe: %s", strerror(errno));
+		tap_bail("pipe: %s", strerror(errno));
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
-		bail("fork: %s", strerror(errno));
+		tap_bail("fork: %s", strerror(errno));
 	if (!pid) {
 		close(p[0]);
 		child_pipe = p[1];
@@ -1676,13 +1627,13 @@ static void in_child(void (*fn)(void *), void *arg, int status,
 	waitpid(pid, &ws, 0);
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save))
-		tap(!strncmp(line, "ok ", 3), "%s: %s", what, line + 3);
+		tap_ok(!strncmp(line, "ok ", 3), "%s: %s", what, line + 3);
 	if (status >= 0)
-		tap(WIFEXITED(ws) && WEXITSTATUS(ws) == status,
-		    "%s: exited with %d (status %#x)", what, status, ws);
+		tap_ok(WIFEXITED(ws) && WEXITSTATUS(ws) == status,
+		       "%s: exited with %d (status %#x)", what, status, ws);
 	else
-		tap(WIFSIGNALED(ws) && WTERMSIG(ws) == -status,
-		    "%s: killed by signal %d (status %#x)", what, -status, ws);
+		tap_ok(WIFSIGNALED(ws) && WTERMSIG(ws) == -status,
+		       "%s: killed by signal %d (status %#x)", what, -status, ws);
 }
 
 /*
@@ -1798,7 +1749,7 @@ static void group_handles(void)
 	sess_open(&s);
 	err = qp_create(s.fd, s.pd, s.cq.h, &rc_plain, &qp);
 	if (err)
-		bail("CREATE_QP: %s", ename(err));
+		tap_bail("CREATE_QP: %s", ename(err));
 
 	/* Handles of the wrong type, or of nothing. */
 	{
@@ -1869,7 +1820,7 @@ static void group_handles(void)
 	sq_write(&qp, 42, s.lkey, U64(s.buf), s.rkey, U64(s.buf + 8192), 64);
 	sq_publish(s.fd, &qp);
 	err = cq_wait(&s.cq, 42, 10);
-	tap(err == IBV_WC_SUCCESS, "our own WRITE afterwards: status %d", err);
+	tap_ok(err == IBV_WC_SUCCESS, "our own WRITE afterwards: status %d", err);
 	expect(ah_destroy(s.fd, t.ah), 0, "DESTROY_AH");
 	expect(mr_dereg(s.fd, t.mr), 0, "DEREG_MR of the second");
 	/* A child that inherits the file. */
@@ -1898,7 +1849,7 @@ static void group_mmap(void)
 	sess_open(&s);
 	err = cq_create(s.fd, 64, true, &cq);
 	if (err)
-		bail("CREATE_CQ with a ring: %s", ename(err));
+		tap_bail("CREATE_CQ with a ring: %s", ename(err));
 	munmap(cq.r.addr, cq.r.size);
 
 #define MAPERR(len, prot, flags, off)					\
@@ -1920,18 +1871,18 @@ static void group_mmap(void)
 		      cq.r.offset), EPERM, "an executable mapping of a ring");
 	p = mmap(NULL, cq.r.size, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd,
 		 cq.r.offset);
-	tap(p != MAP_FAILED, "mmap of the ring (%s)",
-	    p == MAP_FAILED ? strerror(errno) : "ok");
+	tap_ok(p != MAP_FAILED, "mmap of the ring (%s)",
+	       p == MAP_FAILED ? strerror(errno) : "ok");
 	if (p == MAP_FAILED)
-		bail("cannot map a ring");
+		tap_bail("cannot map a ring");
 	err = mprotect(p, cq.r.size, PROT_READ | PROT_EXEC) ? errno : 0;
 	expect(err, EACCES, "mprotect(PROT_EXEC) of the ring");
 	err = mremap(p, cq.r.size, cq.r.size + 4096, 0) == MAP_FAILED ?
 	      errno : 0;
-	tap(err != 0, "mremap() growing the ring in place: %s", ename(err));
+	tap_ok(err != 0, "mremap() growing the ring in place: %s", ename(err));
 	q = mremap(p, cq.r.size, cq.r.size + 4096, MREMAP_MAYMOVE);
 	err = q == MAP_FAILED ? errno : 0;
-	tap(err != 0, "mremap() growing the ring elsewhere: %s", ename(err));
+	tap_ok(err != 0, "mremap() growing the ring elsewhere: %s", ename(err));
 	if (q != MAP_FAILED)
 		p = q;
 	/* A child has no copy of it. */
@@ -1939,8 +1890,8 @@ static void group_mmap(void)
 	/* The object goes: the mapping stays, its offset is gone. */
 	expect(cq_destroy(s.fd, cq.h), 0, "DESTROY_CQ of a mapped ring");
 	((volatile uint32_t *)p)[16] = 5;
-	tap(((volatile uint32_t *)p)[16] == 5,
-	    "the mapping of a destroyed CQ is still memory of ours");
+	tap_ok(((volatile uint32_t *)p)[16] == 5,
+	       "the mapping of a destroyed CQ is still memory of ours");
 	expect(MAPERR(cq.r.size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		      cq.r.offset), EINVAL, "mmap of a destroyed CQ's ring");
 	munmap(p, cq.r.size);
@@ -2016,17 +1967,17 @@ static void group_rings(void)
 			 U64(s.buf + 65536), 512);
 		sq_publish(s.fd, &qp);
 		st = cq_wait(&s.cq, 100 * i + 1, 10);
-		tap(st == IBV_WC_SUCCESS,
-		    "send ring: the WRITE before one with %s: status %d",
-		    spoil_name[i], st);
+		tap_ok(st == IBV_WC_SUCCESS,
+		       "send ring: the WRITE before one with %s: status %d",
+		       spoil_name[i], st);
 		st = cq_wait(&s.cq, 100 * i + 2, 10);
-		tap(st == IBV_WC_LOC_QP_OP_ERR,
-		    "send ring: a WRITE with %s: status %d (LOC_QP_OP_ERR %d expected)",
-		    spoil_name[i], st, IBV_WC_LOC_QP_OP_ERR);
+		tap_ok(st == IBV_WC_LOC_QP_OP_ERR,
+		       "send ring: a WRITE with %s: status %d (LOC_QP_OP_ERR %d expected)",
+		       spoil_name[i], st, IBV_WC_LOC_QP_OP_ERR);
 		st = cq_wait(&s.cq, 100 * i + 3, 10);
-		tap(st == IBV_WC_SUCCESS,
-		    "send ring: the WRITE after one with %s: status %d",
-		    spoil_name[i], st);
+		tap_ok(st == IBV_WC_SUCCESS,
+		       "send ring: the WRITE after one with %s: status %d",
+		       spoil_name[i], st);
 	}
 	/* UD: the address's reserved words too. */
 	{
@@ -2054,9 +2005,9 @@ static void group_rings(void)
 			w->ud.reserved[1] = 4;
 			sq_publish(s.fd, &ud);
 			st = cq_wait(&s.cq, 900, 10);
-			tap(st == IBV_WC_LOC_QP_OP_ERR,
-			    "UD send ring: a send with its address's reserved word set: status %d",
-			    st);
+			tap_ok(st == IBV_WC_LOC_QP_OP_ERR,
+			       "UD send ring: a send with its address's reserved word set: status %d",
+			       st);
 			w = sq_slot(&ud, ud.sq_prod++);
 			memset(w, 0, sizeof(*w));
 			w->wr_id = 901;
@@ -2066,9 +2017,9 @@ static void group_rings(void)
 			w->ud.remote_qpn = ud.qpn;
 			sq_publish(s.fd, &ud);
 			st = cq_wait(&s.cq, 901, 10);
-			tap(st == IBV_WC_LOC_QP_OP_ERR,
-			    "UD send ring: a send naming an AH that does not exist: status %d",
-			    st);
+			tap_ok(st == IBV_WC_LOC_QP_OP_ERR,
+			       "UD send ring: a send naming an AH that does not exist: status %d",
+			       st);
 			expect(qp_destroy(s.fd, ud.h), 0, "DESTROY_QP UD");
 			expect(ah_destroy(s.fd, ah), 0, "DESTROY_AH");
 		}
@@ -2089,9 +2040,9 @@ static void group_rings(void)
 			 U64(s.buf + 65536), 512);
 		sq_publish(s.fd, &qp);
 		st = cq_wait(&s.cq, 999, 10);
-		tap(st == IBV_WC_SUCCESS,
-		    "the ring works once its producer is sane again: status %d",
-		    st);
+		tap_ok(st == IBV_WC_SUCCESS,
+		       "the ring works once its producer is sane again: status %d",
+		       st);
 	}
 	expect(qp_destroy(s.fd, qp.h), 0, "DESTROY_QP");
 	sess_close(&s);
@@ -2264,7 +2215,7 @@ static void group_scribble(double secs)
 	int i, st;
 
 	if (!sc)
-		bail("out of memory");
+		tap_bail("out of memory");
 	sess_open(&sc->s);
 	pthread_mutex_init(&sc->maps_lock, NULL);
 	add_map(sc, &sc->s.cq.r);
@@ -2284,24 +2235,24 @@ static void group_scribble(double secs)
 	atomic_store(&sc->stop, true);
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
-	diag("%.1f s: %u work requests posted, %u words scribbled, %u commands, %u QPs remade",
-	     now_s() - t0, atomic_load(&sc->posted),
-	     atomic_load(&sc->scribbled), atomic_load(&sc->commands),
-	     atomic_load(&sc->churned));
-	tap(atomic_load(&sc->posted) > 0 && atomic_load(&sc->commands) > 0,
-	    "the streams, scribbles and commands ran together");
+	tap_diag("%.1f s: %u work requests posted, %u words scribbled, %u commands, %u QPs remade",
+		 now_s() - t0, atomic_load(&sc->posted),
+		 atomic_load(&sc->scribbled), atomic_load(&sc->commands),
+		 atomic_load(&sc->churned));
+	tap_ok(atomic_load(&sc->posted) > 0 && atomic_load(&sc->commands) > 0,
+	       "the streams, scribbles and commands ran together");
 	/* Whatever the rings say now, the objects go cleanly. */
 	for (i = 0; i < NQ; i++) {
 		st = qp_destroy(sc->s.fd, sc->qp[i].h);
-		tap(st == 0 || st == EINVAL, "DESTROY_QP %d after the scribbling: %s",
-		    i, ename(st));
+		tap_ok(st == 0 || st == EINVAL, "DESTROY_QP %d after the scribbling: %s",
+		       i, ename(st));
 	}
 	/* A fresh CQ (the old ring is scribbled) and QP work as before. */
 	{
 		struct cq fresh;
 
 		if (cq_create(sc->s.fd, 64, true, &fresh))
-			bail("CREATE_CQ");
+			tap_bail("CREATE_CQ");
 		sc->s.cq = fresh;
 		loop_qp(&sc->s, &qp);
 		while (cq_take(&sc->s.cq, &c))
@@ -2310,8 +2261,8 @@ static void group_scribble(double secs)
 			 U64(sc->s.buf + 4096), 4096);
 		sq_publish(sc->s.fd, &qp);
 		st = cq_wait(&sc->s.cq, 4242, 10);
-		tap(st == IBV_WC_SUCCESS,
-		    "a fresh QP and CQ work after the scribbling: status %d", st);
+		tap_ok(st == IBV_WC_SUCCESS,
+		       "a fresh QP and CQ work after the scribbling: status %d", st);
 	}
 	close(sc->s.async_fd);
 	expect(close(sc->s.fd) ? errno : 0, 0, "closing the file frees the rest");
@@ -2398,13 +2349,13 @@ static void group_fork(void)
 	atomic_store(&b.stop, true);
 	pthread_join(th[0], NULL);
 	pthread_join(th[1], NULL);
-	diag("%u rounds of commands beside 20 forks", atomic_load(&b.n));
+	tap_diag("%u rounds of commands beside 20 forks", atomic_load(&b.n));
 	sq_write(&qp, 31337, s.lkey, U64(s.buf), s.rkey, U64(s.buf + 4096),
 		 4096);
 	sq_publish(s.fd, &qp);
 	st = cq_wait(&s.cq, 31337, 10);
-	tap(st == IBV_WC_SUCCESS,
-	    "the parent's QP works after the forks: status %d", st);
+	tap_ok(st == IBV_WC_SUCCESS,
+	       "the parent's QP works after the forks: status %d", st);
 	expect(qp_destroy(s.fd, qp.h), 0, "DESTROY_QP");
 	sess_close(&s);
 }
@@ -2491,7 +2442,7 @@ static void group_reset(double secs)
 	if (!err)
 		err = qp_create(sess.fd, sess.pd, rcq.h, &o, &rqp);
 	if (err)
-		bail("a UD QP without rings: %s", ename(err));
+		tap_bail("a UD QP without rings: %s", ename(err));
 	/* The flooder: a send ring, the session's CQ. */
 	o.rings = true;
 	o.wr = 256;
@@ -2501,7 +2452,7 @@ static void group_reset(double secs)
 	if (!err)
 		err = ah_create(sess.fd, sess.pd, &ah, &f.ahn);
 	if (err)
-		bail("the flooding UD QP: %s", ename(err));
+		tap_bail("the flooding UD QP: %s", ename(err));
 	f.dest = rqp.qpn;
 	pq.cq_handle = rcq.h;
 	pq.ne = 16;
@@ -2518,7 +2469,7 @@ static void group_reset(double secs)
 	while (now_s() - t0 < secs) {
 		err = qp_connect(sess.fd, &rqp, 0);
 		if (err) {
-			tap(false, "connecting the receiver: %s", ename(err));
+			tap_ok(false, "connecting the receiver: %s", ename(err));
 			break;
 		}
 		for (i = 0; i < 16; i++)
@@ -2535,7 +2486,7 @@ static void group_reset(double secs)
 		}
 		err = qp_state(sess.fd, rqp.h, IBV_QPS_RESET);
 		if (err) {
-			tap(false, "reset: %s", ename(err));
+			tap_ok(false, "reset: %s", ename(err));
 			break;
 		}
 		resets++;
@@ -2544,21 +2495,21 @@ static void group_reset(double secs)
 		if (!cmd(sess.fd, IB_USER_VERBS_CMD_POLL_CQ, &pq, sizeof(pq),
 			 sizeof(pr)) && pr.r.count) {
 			stale += pr.r.count;
-			diag("after reset %u: %u completions, the first wr_id %#llx status %u",
-			     resets, pr.r.count,
-			     (unsigned long long)pr.wc[0].wr_id,
-			     pr.wc[0].status);
+			tap_diag("after reset %u: %u completions, the first wr_id %#llx status %u",
+				 resets, pr.r.count,
+				 (unsigned long long)pr.wc[0].wr_id,
+				 pr.wc[0].status);
 		}
 	}
 	atomic_store(&f.stop, true);
 	pthread_join(th, NULL);
-	diag("%.1f s: %u resets, %u datagrams sent, %u received between them",
-	     now_s() - t0, resets, atomic_load(&f.sent), got);
-	tap(resets > 50 && got > 0,
-	    "the receiver was reset %u times while taking datagrams (%u)",
-	    resets, got);
-	tap(!stale, "no completion of a reset QP after its reset: %u found",
-	    stale);
+	tap_diag("%.1f s: %u resets, %u datagrams sent, %u received between them",
+		 now_s() - t0, resets, atomic_load(&f.sent), got);
+	tap_ok(resets > 50 && got > 0,
+	       "the receiver was reset %u times while taking datagrams (%u)",
+	       resets, got);
+	tap_ok(!stale, "no completion of a reset QP after its reset: %u found",
+	       stale);
 	qp_destroy(sess.fd, rqp.h);
 	qp_destroy(sess.fd, f.qp.h);
 	ah_destroy(sess.fd, ah);
@@ -2634,7 +2585,7 @@ static void group_kill(void)
 		fflush(stdout);
 		pid = fork();
 		if (pid < 0)
-			bail("fork: %s", strerror(errno));
+			tap_bail("fork: %s", strerror(errno));
 		if (!pid) {
 			victim(&self);
 			_exit(0);
@@ -2644,11 +2595,11 @@ static void group_kill(void)
 			kill(pid, SIGKILL);
 		}
 		waitpid(pid, &ws, 0);
-		tap(self ? WIFEXITED(ws) && !WEXITSTATUS(ws) :
-		    WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL,
-		    "a busy process %s (status %#x)",
-		    self ? "calling _exit() with commands in flight" :
-		    "killed with commands in flight", ws);
+		tap_ok(self ? WIFEXITED(ws) && !WEXITSTATUS(ws) :
+		       WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL,
+		       "a busy process %s (status %#x)",
+		       self ? "calling _exit() with commands in flight" :
+		       "killed with commands in flight", ws);
 	}
 	/* The device still serves a new process. */
 	sess_open(&s);
@@ -2656,8 +2607,8 @@ static void group_kill(void)
 	sq_write(&qp, 5, s.lkey, U64(s.buf), s.rkey, U64(s.buf + 4096), 4096);
 	sq_publish(s.fd, &qp);
 	st = cq_wait(&s.cq, 5, 10);
-	tap(st == IBV_WC_SUCCESS, "a new process's WRITE afterwards: status %d",
-	    st);
+	tap_ok(st == IBV_WC_SUCCESS, "a new process's WRITE afterwards: status %d",
+	       st);
 	qp_destroy(s.fd, qp.h);
 	sess_close(&s);
 }
@@ -2678,7 +2629,7 @@ int main(int argc, char **argv)
 	read_gid(argv[2]);
 	if (argc > 4)
 		secs = atof(argv[4]);
-	printf("TAP version 13\n");
+	tap_start();
 	if (!strcmp(argv[1], "commands"))
 		group_commands();
 	else if (!strcmp(argv[1], "requests"))
@@ -2698,7 +2649,6 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "reset"))
 		group_reset(secs);
 	else
-		bail("unknown group %s", argv[1]);
-	printf("1..%u\n", test_num);
-	return test_failed ? 1 : 0;
+		tap_bail("unknown group %s", argv[1]);
+	return tap_done();
 }

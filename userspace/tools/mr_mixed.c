@@ -52,7 +52,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -64,7 +63,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#include "tcp_link.h"
+#include "verbs_tool.h"
 
 #define MAX_QPS		16384
 #define MAX_DEPTH	16
@@ -167,8 +166,7 @@ static unsigned long long ops_done, bytes_done, recvs_done;
 static unsigned long long cut_failed, cut_flushed, cut_req_flushed; /* --cut */
 static double last_ok, last_fail;			/* --cut */
 
-static void __attribute__((format(printf, 1, 2), noreturn))
-die(const char *fmt, ...)
+void die(const char *fmt, ...)
 {
 	const char *diag = getenv("MR_MIXED_DIAG");
 	struct timespec ts;
@@ -188,14 +186,6 @@ die(const char *fmt, ...)
 	if (diag && *diag && system(diag) == -1)
 		perror("mr_mixed: MR_MIXED_DIAG");
 	exit(1);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static uint64_t mix(uint64_t x)
@@ -383,43 +373,9 @@ static bool op_consumes_recv(const struct op *o)
 
 /* ----------------------------------------------------------------- TCP */
 
-static void send_all(const void *p, size_t len)
-{
-	for (size_t done = 0; done < len;) {
-		ssize_t n = write(sock, (const char *)p + done, len - done);
-
-		if (n <= 0)
-			die("tcp write: %s", strerror(errno));
-		done += (size_t)n;
-	}
-}
-
-static void recv_all(void *p, size_t len)
-{
-	for (size_t got = 0; got < len;) {
-		struct pollfd pfd = { .fd = sock, .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&pfd, 1, 1000) == 0) {
-			if (now_s() > deadline)
-				die("timed out waiting for the other side");
-			continue;
-		}
-		n = read(sock, (char *)p + got, len - got);
-		if (n <= 0)
-			die("tcp read: %s", n ? strerror(errno) : "peer closed");
-		got += (size_t)n;
-	}
-}
-
 static void sync_point(uint32_t what)
 {
-	uint32_t theirs;
-
-	send_all(&what, sizeof(what));
-	recv_all(&theirs, sizeof(theirs));
-	if (theirs != what)
-		die("out of step: at %u, the other side at %u", what, theirs);
+	vt_sync(sock, what, deadline);
 }
 
 /* --------------------------------------------------------------- verbs */
@@ -451,23 +407,10 @@ static uint8_t *rbuf(uint32_t i)
 
 static void setup(void)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_device *dev = NULL;
 	unsigned int rdepth = opt.depth + 2;
-	union ibv_gid gid;
 	size_t win_bytes;
 
-	if (!list)
-		die("no RDMA devices");
-	for (int i = 0; list[i]; i++)
-		if (!opt.dev || !strcmp(ibv_get_device_name(list[i]), opt.dev))
-			dev = list[i];
-	if (!dev)
-		die("device %s not found", opt.dev ? opt.dev : "(any)");
-	ctx = ibv_open_device(dev);
-	if (!ctx)
-		die("ibv_open_device: %s", strerror(errno));
-	ibv_free_device_list(list);
+	ctx = vt_open_device(opt.dev);
 	pd = ibv_alloc_pd(ctx);
 	if (!pd)
 		die("ibv_alloc_pd: %s", strerror(errno));
@@ -519,9 +462,7 @@ static void setup(void)
 				die("ibv_create_srq: %s", strerror(errno));
 		}
 	}
-	if (ibv_query_gid(ctx, 1, opt.gidx, &gid))
-		die("ibv_query_gid %d: %s", opt.gidx, strerror(errno));
-	memcpy(local.gid, gid.raw, 16);
+	vt_gid(ctx, opt.gidx, local.gid);
 	local.rkey = mr->rkey;
 	local.nqps = opt.nqps;
 	local.depth = opt.depth;
@@ -537,7 +478,6 @@ static void setup(void)
 
 static void create_qps(void)
 {
-	srand48(getpid() ^ time(NULL));
 	for (unsigned int i = 0; i < opt.nqps; i++) {
 		struct ibv_cq *cq = cqs[i / QPS_PER_CQ];
 		struct ibv_qp_init_attr qa = {
@@ -547,102 +487,33 @@ static void create_qps(void)
 				 .max_recv_wr = opt.srq ? 0 : opt.depth + 2,
 				 .max_send_sge = 1, .max_recv_sge = 1 },
 		};
-		struct ibv_qp_attr a = {
-			.qp_state = IBV_QPS_INIT, .port_num = 1,
-			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-					   IBV_ACCESS_REMOTE_READ |
-					   IBV_ACCESS_REMOTE_ATOMIC,
-		};
 
-		qps[i] = ibv_create_qp(pd, &qa);
-		if (!qps[i])
-			die("ibv_create_qp #%u: %s", i, strerror(errno));
-		if (ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			die("modify #%u to INIT: %s", i, strerror(errno));
+		qps[i] = vt_rc_qp(pd, &qa, IBV_ACCESS_REMOTE_WRITE |
+				  IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_REMOTE_ATOMIC, i);
 		lqpn[i] = qps[i]->qp_num;
-		lpsn[i] = (uint32_t)lrand48() & 0xffffff;
+		lpsn[i] = vt_psn();
 	}
 }
 
 static void connect_qps(void)
 {
-	struct ibv_port_attr pa;
+	struct vt_path p = {
+		.mtu = vt_active_mtu(ctx), .sgid_index = opt.gidx,
+		.dgid = remote.gid, .rd_atomic = (uint8_t)opt.rd_atomic,
+		.min_rnr_timer = 12, .timeout = (uint8_t)opt.qp_timeout,
+	};
 
-	if (ibv_query_port(ctx, 1, &pa))
-		die("ibv_query_port: %s", strerror(errno));
-	for (unsigned int i = 0; i < opt.nqps; i++) {
-		struct ibv_qp_attr a = {
-			.qp_state = IBV_QPS_RTR,
-			.path_mtu = pa.active_mtu,
-			.dest_qp_num = rqpn[i],
-			.rq_psn = rpsn[i],
-			.max_dest_rd_atomic = (uint8_t)opt.rd_atomic,
-			.min_rnr_timer = 12,
-			.ah_attr = {
-				.is_global = 1, .port_num = 1,
-				.grh = { .sgid_index = (uint8_t)opt.gidx,
-					 .hop_limit = 64 },
-			},
-		};
-
-		memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
-		if (ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_AV |
-				  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER))
-			die("modify #%u to RTR: %s", i, strerror(errno));
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.timeout = (uint8_t)opt.qp_timeout;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.sq_psn = lpsn[i];
-		a.max_rd_atomic = (uint8_t)opt.rd_atomic;
-		if (ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-			die("modify #%u to RTS: %s", i, strerror(errno));
-	}
-}
-
-static uint32_t *sorted_qpn, *sorted_idx;
-
-static int cmp_qpn(const void *a, const void *b)
-{
-	uint32_t x = lqpn[*(const uint32_t *)a], y = lqpn[*(const uint32_t *)b];
-
-	return x < y ? -1 : x > y;
-}
-
-static void index_qpns(void)
-{
-	sorted_qpn = calloc(opt.nqps, sizeof(*sorted_qpn));
-	sorted_idx = calloc(opt.nqps, sizeof(*sorted_idx));
-	if (!sorted_qpn || !sorted_idx)
-		die("out of memory");
 	for (unsigned int i = 0; i < opt.nqps; i++)
-		sorted_idx[i] = i;
-	qsort(sorted_idx, opt.nqps, sizeof(*sorted_idx), cmp_qpn);
-	for (unsigned int i = 0; i < opt.nqps; i++)
-		sorted_qpn[i] = lqpn[sorted_idx[i]];
+		vt_rc_connect(qps[i], &p, rqpn[i], rpsn[i], lpsn[i], i);
 }
+
+/* Our QPs by their numbers. */
+static struct vt_qpn_index qpn_index;
 
 static int64_t qp_index(uint32_t qpn)
 {
-	unsigned int lo = 0, hi = opt.nqps;
-
-	while (lo < hi) {
-		unsigned int mid = lo + (hi - lo) / 2;
-
-		if (sorted_qpn[mid] < qpn)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < opt.nqps && sorted_qpn[lo] == qpn)
-		return sorted_idx[lo];
-	return -1;
+	return vt_qpn_find(&qpn_index, qpn);
 }
 
 /* ------------------------------------------------------------- receives */
@@ -1148,24 +1019,6 @@ static void final_check(void)
  * --pause-file: once every QP is connected and its receives posted, write
  * "connected" to the file and wait for it to go (a test measures memory).
  */
-static void pause_at(const char *what)
-{
-	FILE *f;
-
-	if (!opt.pause_file)
-		return;
-	f = fopen(opt.pause_file, "w");
-	if (!f)
-		die("%s: %s", opt.pause_file, strerror(errno));
-	fprintf(f, "%s\n", what);
-	fclose(f);
-	while (!access(opt.pause_file, F_OK)) {
-		if (now_s() > deadline)
-			die("timed out waiting for %s to go", opt.pause_file);
-		usleep(50000);
-	}
-}
-
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
@@ -1244,36 +1097,27 @@ int main(int argc, char **argv)
 		die("out of memory");
 
 	setup();
-	{
-		char why[128];
-
-		sock = tcp_link(server, opt.port, 300, why, sizeof(why));
-		if (sock < 0)
-			die("%s", why);
-	}
+	sock = vt_link(server, opt.port, 300);
 	t0 = now_s();
 	create_qps();
 	t_create = now_s() - t0;
-	index_qpns();
+	vt_qpn_index(&qpn_index, lqpn, opt.nqps);
 
-	send_all(&local, sizeof(local));
-	recv_all(&remote, sizeof(remote));
+	vt_send(sock, &local, sizeof(local));
+	vt_recv(sock, &remote, sizeof(remote), deadline);
 	if (remote.nqps != opt.nqps || remote.seed != opt.seed ||
 	    remote.depth != opt.depth || remote.ops != opt.ops ||
 	    remote.max_size != opt.max_size || remote.big_qps != opt.big_qps ||
 	    remote.big_size != opt.big_size)
 		die("the other side runs other options (QPs, seed, depth, ops, sizes)");
-	send_all(lqpn, opt.nqps * sizeof(*lqpn));
-	send_all(lpsn, opt.nqps * sizeof(*lpsn));
-	recv_all(rqpn, opt.nqps * sizeof(*rqpn));
-	recv_all(rpsn, opt.nqps * sizeof(*rpsn));
+	vt_swap_qps(sock, lqpn, lpsn, rqpn, rpsn, opt.nqps, deadline);
 
 	t0 = now_s();
 	connect_qps();
 	t_connect = now_s() - t0;
 	post_recvs();
 	sync_point(1);
-	pause_at("connected");
+	vt_pause(opt.pause_file, "connected", deadline);
 	sync_point(5);
 
 	t_start = t0 = now_s();

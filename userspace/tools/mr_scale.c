@@ -33,20 +33,16 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#include "tcp_link.h"
+#include "verbs_tool.h"
 
 #define MAX_QPS		16384
 #define MAX_ROUNDS	1000
@@ -88,8 +84,7 @@ static struct peerinfo local, remote;
 static int sock = -1;
 static double deadline;
 
-static void __attribute__((format(printf, 1, 2), noreturn))
-die(const char *fmt, ...)
+void die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -99,14 +94,6 @@ die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* The 64-bit word @w of QP @qp's slot in round @r. */
@@ -132,76 +119,17 @@ static uint8_t *slot(unsigned int qp)
 	return mem + (size_t)qp * opt.size;
 }
 
-/* TCP: whole buffers each way. */
-
-static void send_all(const void *p, size_t len)
-{
-	for (size_t done = 0; done < len;) {
-		ssize_t n = write(sock, (const char *)p + done, len - done);
-
-		if (n <= 0)
-			die("tcp write: %s", strerror(errno));
-		done += (size_t)n;
-	}
-}
-
-static void recv_all(void *p, size_t len)
-{
-	for (size_t got = 0; got < len;) {
-		struct pollfd pfd = { .fd = sock, .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&pfd, 1, 1000) == 0) {
-			if (now_s() > deadline)
-				die("timed out waiting for the other side");
-			continue;
-		}
-		n = read(sock, (char *)p + got, len - got);
-		if (n <= 0)
-			die("tcp read: %s", n ? strerror(errno) : "peer closed");
-		got += (size_t)n;
-	}
-}
-
 /* Both sides reach the same point; @what names it in a failure. */
 static void sync_point(uint32_t what)
 {
-	uint32_t theirs;
-
-	send_all(&what, sizeof(what));
-	recv_all(&theirs, sizeof(theirs));
-	if (theirs != what)
-		die("out of step: at %u, the other side at %u", what, theirs);
-}
-
-static void tcp_connect(const char *server)
-{
-	char why[128];
-
-	sock = tcp_link(server, opt.port, 300, why, sizeof(why));
-	if (sock < 0)
-		die("%s", why);
+	vt_sync(sock, what, deadline);
 }
 
 /* Verbs */
 
 static void open_device(void)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_device *dev = NULL;
-	union ibv_gid gid;
-
-	if (!list)
-		die("no RDMA devices");
-	for (int i = 0; list[i]; i++)
-		if (!opt.dev || !strcmp(ibv_get_device_name(list[i]), opt.dev))
-			dev = list[i];
-	if (!dev)
-		die("device %s not found", opt.dev ? opt.dev : "(any)");
-	ctx = ibv_open_device(dev);
-	if (!ctx)
-		die("ibv_open_device: %s", strerror(errno));
-	ibv_free_device_list(list);
+	ctx = vt_open_device(opt.dev);
 	pd = ibv_alloc_pd(ctx);
 	if (!pd)
 		die("ibv_alloc_pd: %s", strerror(errno));
@@ -219,9 +147,7 @@ static void open_device(void)
 			IBV_ACCESS_REMOTE_WRITE);
 	if (!mr)
 		die("ibv_reg_mr: %s", strerror(errno));
-	if (ibv_query_gid(ctx, 1, opt.gidx, &gid))
-		die("ibv_query_gid %d: %s", opt.gidx, strerror(errno));
-	memcpy(local.gid, gid.raw, 16);
+	vt_gid(ctx, opt.gidx, local.gid);
 	local.rkey = mr->rkey;
 	local.addr = (uintptr_t)mem;
 	local.nqps = opt.nqps;
@@ -230,106 +156,36 @@ static void open_device(void)
 
 static void create_qps(void)
 {
-	srand48(getpid() ^ time(NULL));
 	for (unsigned int i = 0; i < opt.nqps; i++) {
 		struct ibv_qp_init_attr qa = {
 			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
 			.cap = { .max_send_wr = 2, .max_recv_wr = 1,
 				 .max_send_sge = 1, .max_recv_sge = 1 },
 		};
-		struct ibv_qp_attr a = {
-			.qp_state = IBV_QPS_INIT, .port_num = 1,
-			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-		};
 
-		qps[i] = ibv_create_qp(pd, &qa);
-		if (!qps[i])
-			die("ibv_create_qp #%u: %s", i, strerror(errno));
-		if (ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			die("modify #%u to INIT: %s", i, strerror(errno));
+		qps[i] = vt_rc_qp(pd, &qa, IBV_ACCESS_REMOTE_WRITE, i);
 		lqpn[i] = qps[i]->qp_num;
-		lpsn[i] = (uint32_t)lrand48() & 0xffffff;
+		lpsn[i] = vt_psn();
 	}
 }
 
 static void connect_qps(void)
 {
-	struct ibv_port_attr pa;
+	struct vt_path p = {
+		.mtu = vt_active_mtu(ctx), .sgid_index = opt.gidx,
+		.dgid = remote.gid, .min_rnr_timer = 1, .timeout = 14,
+	};
 
-	if (ibv_query_port(ctx, 1, &pa))
-		die("ibv_query_port: %s", strerror(errno));
-	for (unsigned int i = 0; i < opt.nqps; i++) {
-		struct ibv_qp_attr a = {
-			.qp_state = IBV_QPS_RTR,
-			.path_mtu = pa.active_mtu,
-			.dest_qp_num = rqpn[i],
-			.rq_psn = rpsn[i],
-			.min_rnr_timer = 1,
-			.ah_attr = {
-				.is_global = 1, .port_num = 1,
-				.grh = { .sgid_index = (uint8_t)opt.gidx,
-					 .hop_limit = 64 },
-			},
-		};
-
-		memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
-		if (ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_AV |
-				  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER))
-			die("modify #%u to RTR: %s", i, strerror(errno));
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.timeout = 14;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.sq_psn = lpsn[i];
-		if (ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-			die("modify #%u to RTS: %s", i, strerror(errno));
-	}
-}
-
-/* The index of the QP with number @qpn, by binary search of sorted copy. */
-static uint32_t *sorted_qpn, *sorted_idx;
-
-static int cmp_qpn(const void *a, const void *b)
-{
-	uint32_t x = lqpn[*(const uint32_t *)a], y = lqpn[*(const uint32_t *)b];
-
-	return x < y ? -1 : x > y;
-}
-
-static void index_qpns(void)
-{
-	sorted_qpn = calloc(opt.nqps, sizeof(*sorted_qpn));
-	sorted_idx = calloc(opt.nqps, sizeof(*sorted_idx));
-	if (!sorted_qpn || !sorted_idx)
-		die("out of memory");
 	for (unsigned int i = 0; i < opt.nqps; i++)
-		sorted_idx[i] = i;
-	qsort(sorted_idx, opt.nqps, sizeof(*sorted_idx), cmp_qpn);
-	for (unsigned int i = 0; i < opt.nqps; i++)
-		sorted_qpn[i] = lqpn[sorted_idx[i]];
+		vt_rc_connect(qps[i], &p, rqpn[i], rpsn[i], lpsn[i], i);
 }
+
+/* Our QPs by their numbers. */
+static struct vt_qpn_index qpn_index;
 
 static int64_t qp_index(uint32_t qpn)
 {
-	unsigned int lo = 0, hi = opt.nqps;
-
-	while (lo < hi) {
-		unsigned int mid = lo + (hi - lo) / 2;
-
-		if (sorted_qpn[mid] < qpn)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < opt.nqps && sorted_qpn[lo] == qpn)
-		return sorted_idx[lo];
-	return -1;
+	return vt_qpn_find(&qpn_index, qpn);
 }
 
 static void post_recvs(void)
@@ -438,24 +294,6 @@ static void server_round(unsigned int r, uint8_t *seen)
 				    pattern_byte(r, i, k));
 }
 
-static void pause_at(const char *what)
-{
-	FILE *f;
-
-	if (!opt.pause_file)
-		return;
-	f = fopen(opt.pause_file, "w");
-	if (!f)
-		die("%s: %s", opt.pause_file, strerror(errno));
-	fprintf(f, "%s\n", what);
-	fclose(f);
-	while (!access(opt.pause_file, F_OK)) {
-		if (now_s() > deadline)
-			die("timed out waiting for %s to go", opt.pause_file);
-		usleep(50000);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -508,28 +346,25 @@ int main(int argc, char **argv)
 		die("out of memory");
 
 	open_device();
-	tcp_connect(server);
+	sock = vt_link(server, opt.port, 300);
 	t0 = now_s();
 	create_qps();
 	t_create = now_s() - t0;
-	index_qpns();
+	vt_qpn_index(&qpn_index, lqpn, opt.nqps);
 
-	send_all(&local, sizeof(local));
-	recv_all(&remote, sizeof(remote));
+	vt_send(sock, &local, sizeof(local));
+	vt_recv(sock, &remote, sizeof(remote), deadline);
 	if (remote.nqps != opt.nqps || remote.seed != opt.seed)
 		die("the other side runs %u QPs with seed %" PRIu64
 		    ", this one %u with seed %" PRIu64, remote.nqps,
 		    remote.seed, opt.nqps, opt.seed);
-	send_all(lqpn, opt.nqps * sizeof(*lqpn));
-	send_all(lpsn, opt.nqps * sizeof(*lpsn));
-	recv_all(rqpn, opt.nqps * sizeof(*rqpn));
-	recv_all(rpsn, opt.nqps * sizeof(*rpsn));
+	vt_swap_qps(sock, lqpn, lpsn, rqpn, rpsn, opt.nqps, deadline);
 
 	t0 = now_s();
 	connect_qps();
 	t_connect = now_s() - t0;
 	sync_point(1);
-	pause_at("connected");
+	vt_pause(opt.pause_file, "connected", deadline);
 	sync_point(2);
 
 	t0 = now_s();
@@ -561,8 +396,7 @@ int main(int argc, char **argv)
 	       t_create * 1e6 / opt.nqps, t_connect * 1e6 / opt.nqps, t_data,
 	       (double)opt.nqps * opt.rounds * opt.size / t_data / 1e6,
 	       t_destroy * 1e6 / opt.nqps);
-	free(sorted_qpn);
-	free(sorted_idx);
+	vt_qpn_index_free(&qpn_index);
 	free(seen);
 	free(qps);
 	free(mem);

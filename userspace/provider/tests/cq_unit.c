@@ -10,26 +10,9 @@
  */
 #include "cq.c"
 
-#include <stdarg.h>
 #include <stdio.h>
 
-static unsigned int test_num, test_failed;
-
-static void tap(bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void tap(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %u - ", ok ? "ok" : "not ok", ++test_num);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!ok)
-		test_failed++;
-}
+#include "tap.h"
 
 /* --- the fake kernel: a queue of completions ----------------------------- */
 
@@ -156,9 +139,9 @@ static void test_flags(void)
 		k_reset(0, 1);
 		k.kflags = map[i].kernel;
 		n = mr_poll_cq(&cq->vcq.cq, 1, &wc);
-		tap(n == 1 && wc.wc_flags == map[i].ibv,
-		    "kernel wc flag 0x%x: %s (got 0x%x)", map[i].kernel,
-		    map[i].what, wc.wc_flags);
+		tap_ok(n == 1 && wc.wc_flags == map[i].ibv,
+		       "kernel wc flag 0x%x: %s (got 0x%x)", map[i].kernel,
+		       map[i].what, wc.wc_flags);
 	}
 	mr_cq_free(cq);
 }
@@ -174,37 +157,37 @@ static void test_poll(void)
 	for (i = 0; i < n; i++)
 		if (wc[i].wr_id != (uint64_t)i)
 			break;
-	tap(n == 300 && i == 300 && k.max_ne == MR_POLL_CHUNK,
-	    "300 entries in commands of at most %d, in order (%d, largest %d)",
-	    MR_POLL_CHUNK, n, k.max_ne);
+	tap_ok(n == 300 && i == 300 && k.max_ne == MR_POLL_CHUNK,
+	       "300 entries in commands of at most %d, in order (%d, largest %d)",
+	       MR_POLL_CHUNK, n, k.max_ne);
 
 	k_reset(0, 70);
 	n = mr_poll_cq(&cq->vcq.cq, 300, wc);
-	tap(n == 70 && k.calls == 2,
-	    "a short command ends the poll (%d in %u commands)", n, k.calls);
+	tap_ok(n == 70 && k.calls == 2,
+	       "a short command ends the poll (%d in %u commands)", n, k.calls);
 
 	k_reset(0, 0);
-	tap(mr_poll_cq(&cq->vcq.cq, 0, wc) == 0 && k.calls == 0,
-	    "polling 0 entries asks nothing");
-	tap(mr_poll_cq(&cq->vcq.cq, -1, wc) < 0 && errno == EINVAL,
-	    "polling -1 entries: EINVAL");
+	tap_ok(mr_poll_cq(&cq->vcq.cq, 0, wc) == 0 && k.calls == 0,
+	       "polling 0 entries asks nothing");
+	tap_ok(mr_poll_cq(&cq->vcq.cq, -1, wc) < 0 && errno == EINVAL,
+	       "polling -1 entries: EINVAL");
 
 	k_reset(0, 10);
 	k.fail = EIO;
 	n = mr_poll_cq(&cq->vcq.cq, 5, wc);
-	tap(n == -1 && errno == EIO, "a failed command: -1, errno kept (%d)",
-	    n);
+	tap_ok(n == -1 && errno == EIO, "a failed command: -1, errno kept (%d)",
+	       n);
 
 	/* Completions taken from the kernel are never dropped. */
 	k_reset(0, 1000);
 	n = mr_poll_cq(&cq->vcq.cq, MR_POLL_CHUNK, wc);
 	k.fail = EIO;
 	n = mr_poll_cq(&cq->vcq.cq, MR_POLL_CHUNK + 10, wc);
-	tap(n == -1, "a failure on the first command of a poll is reported");
+	tap_ok(n == -1, "a failure on the first command of a poll is reported");
 	n = mr_poll_cq(&cq->vcq.cq, 1, wc);
-	tap(n == 1 && wc[0].wr_id == MR_POLL_CHUNK,
-	    "... and nothing was lost (%llu)",
-	    (unsigned long long)wc[0].wr_id);
+	tap_ok(n == 1 && wc[0].wr_id == MR_POLL_CHUNK,
+	       "... and nothing was lost (%llu)",
+	       (unsigned long long)wc[0].wr_id);
 	mr_cq_free(cq);
 }
 
@@ -220,14 +203,14 @@ static void test_ex(void)
 
 	k_reset(0, 0);
 	ret = ibv_start_poll(cqx, &attr);
-	tap(ret == ENOENT, "start_poll on an empty CQ: ENOENT (%d)", ret);
-	tap(!pthread_mutex_trylock(&cq->lock),
-	    "... and the CQ is not left locked");
+	tap_ok(ret == ENOENT, "start_poll on an empty CQ: ENOENT (%d)", ret);
+	tap_ok(!pthread_mutex_trylock(&cq->lock),
+	       "... and the CQ is not left locked");
 	pthread_mutex_unlock(&cq->lock);
 
 	attr.comp_mask = 1;
-	tap(ibv_start_poll(cqx, &attr) == EINVAL,
-	    "start_poll with an unknown comp_mask: EINVAL");
+	tap_ok(ibv_start_poll(cqx, &attr) == EINVAL,
+	       "start_poll with an unknown comp_mask: EINVAL");
 	attr.comp_mask = 0;
 
 	k_reset(0, 40);
@@ -245,7 +228,7 @@ static void test_ex(void)
 		 ibv_wc_read_slid(cqx) == 5 && ibv_wc_read_sl(cqx) == 6 &&
 		 ibv_wc_read_dlid_path_bits(cqx) == 7 &&
 		 ibv_wc_read_vendor_err(cqx) == 0;
-	tap(fields, "start_poll, next_poll and every reader");
+	tap_ok(fields, "start_poll, next_poll and every reader");
 	expect = 2;
 	/* Take 3 more, then stop mid-batch. */
 	for (i = 0; i < 3; i++) {
@@ -253,17 +236,17 @@ static void test_ex(void)
 		order &= !ret && cqx->wr_id == expect++;
 	}
 	ibv_end_poll(cqx);
-	tap(order && k.calls == 1,
-	    "5 completions from one batch of %d (%u commands)", MR_CQ_BATCH,
-	    k.calls);
+	tap_ok(order && k.calls == 1,
+	       "5 completions from one batch of %d (%u commands)", MR_CQ_BATCH,
+	       k.calls);
 
 	/* ibv_poll_cq gets the rest of the batch first, then the kernel. */
 	n = mr_poll_cq(ibv_cq_ex_to_cq(cqx), 20, wc);
 	for (i = 0; i < n; i++)
 		order &= wc[i].wr_id == expect++;
-	tap(n == 20 && order && wc[0].wr_id == 5,
-	    "ibv_poll_cq continues where end_poll stopped (%d from %llu)",
-	    n, n ? (unsigned long long)wc[0].wr_id : 0ULL);
+	tap_ok(n == 20 && order && wc[0].wr_id == 5,
+	       "ibv_poll_cq continues where end_poll stopped (%d from %llu)",
+	       n, n ? (unsigned long long)wc[0].wr_id : 0ULL);
 
 	/* The extended API again, to the end. */
 	ret = ibv_start_poll(cqx, &attr);
@@ -272,22 +255,22 @@ static void test_ex(void)
 		got++;
 		ret = ibv_next_poll(cqx);
 	}
-	tap(ret == ENOENT && got == 15 && order && expect == 40,
-	    "... and start_poll/next_poll take the last 15, then ENOENT (%d)",
-	    got);
+	tap_ok(ret == ENOENT && got == 15 && order && expect == 40,
+	       "... and start_poll/next_poll take the last 15, then ENOENT (%d)",
+	       got);
 	ibv_end_poll(cqx);
-	tap(!pthread_mutex_trylock(&cq->lock), "end_poll unlocks the CQ");
+	tap_ok(!pthread_mutex_trylock(&cq->lock), "end_poll unlocks the CQ");
 	pthread_mutex_unlock(&cq->lock);
 
 	k_reset(100, 110);
 	k.fail = EIO;
 	ret = ibv_start_poll(cqx, &attr);
-	tap(ret == EIO && !pthread_mutex_trylock(&cq->lock),
-	    "a failed command: start_poll returns the errno, CQ unlocked (%d)",
-	    ret);
+	tap_ok(ret == EIO && !pthread_mutex_trylock(&cq->lock),
+	       "a failed command: start_poll returns the errno, CQ unlocked (%d)",
+	       ret);
 	pthread_mutex_unlock(&cq->lock);
 	ret = ibv_start_poll(cqx, &attr);
-	tap(!ret && cqx->wr_id == 100, "... and the next start_poll works");
+	tap_ok(!ret && cqx->wr_id == 100, "... and the next start_poll works");
 	ibv_end_poll(cqx);
 	mr_cq_free(cq);
 }
@@ -359,12 +342,12 @@ static void test_ring_poll(void)
 		 wc[1].qp_num == 42 && wc[1].src_qp == 43 &&
 		 wc[1].wc_flags == IBV_WC_WITH_IMM && wc[1].pkey_index == 1 &&
 		 wc[1].slid == 5 && wc[1].sl == 6 && wc[1].dlid_path_bits == 7;
-	tap(fields && k.calls == 0,
-	    "ring: 5 completions, every field, no command (%d, %u commands)",
-	    n, k.calls);
-	tap(cq->ring->consumer == 5,
-	    "ring: the consumer index is published (%u)", cq->ring->consumer);
-	tap(mr_poll_cq(&cq->vcq.cq, 16, wc) == 0, "ring: then empty");
+	tap_ok(fields && k.calls == 0,
+	       "ring: 5 completions, every field, no command (%d, %u commands)",
+	       n, k.calls);
+	tap_ok(cq->ring->consumer == 5,
+	       "ring: the consumer index is published (%u)", cq->ring->consumer);
+	tap_ok(mr_poll_cq(&cq->vcq.cq, 16, wc) == 0, "ring: then empty");
 
 	/* Full ring: the kernel stops; polling makes room. */
 	for (i = 0; i < 9; i++)
@@ -372,13 +355,13 @@ static void test_ring_poll(void)
 			break;
 		else
 			id++;
-	tap(i == 8, "ring of 8: the kernel finds room for 8 (%d)", i);
+	tap_ok(i == 8, "ring of 8: the kernel finds room for 8 (%d)", i);
 	next = 5;
 	n = mr_poll_cq(&cq->vcq.cq, 3, wc);
 	for (i = 0; i < n; i++)
 		order &= wc[i].wr_id == next++;
-	tap(n == 3 && order && k_push(cq, id++, 42, 0),
-	    "ring: a poll of 3 takes 3 and frees a slot");
+	tap_ok(n == 3 && order && k_push(cq, id++, 42, 0),
+	       "ring: a poll of 3 takes 3 and frees a slot");
 	mr_cq_free(cq);
 
 	/* Indices that wrap around 2^32 while the ring turns many times. */
@@ -395,10 +378,10 @@ static void test_ring_poll(void)
 	while ((n = mr_poll_cq(&cq->vcq.cq, 16, wc)) > 0)
 		for (i = 0; i < n; i++)
 			order &= wc[i].wr_id == next++;
-	tap(order && next == id && id > 50 &&
-	    cq->consumer == cq->ring->producer && cq->consumer < 1000,
-	    "ring: indices wrap around 2^32, %llu completions in order",
-	    (unsigned long long)next);
+	tap_ok(order && next == id && id > 50 &&
+	       cq->consumer == cq->ring->producer && cq->consumer < 1000,
+	       "ring: indices wrap around 2^32, %llu completions in order",
+	       (unsigned long long)next);
 	mr_cq_free(cq);
 }
 
@@ -424,7 +407,7 @@ static void test_ring_flags(void)
 		ok &= mr_poll_cq(&cq->vcq.cq, 1, &wc) == 1 &&
 		      wc.wc_flags == map[i].ibv;
 	}
-	tap(ok, "ring: each METAROCE_CQE_* flag becomes its IBV_WC_* flag, unknown ones none");
+	tap_ok(ok, "ring: each METAROCE_CQE_* flag becomes its IBV_WC_* flag, unknown ones none");
 	mr_cq_free(cq);
 }
 
@@ -438,7 +421,7 @@ static void test_ring_ex(void)
 	int ret, i, round;
 
 	k_reset(0, 1000);
-	tap(ibv_start_poll(cqx, &attr) == ENOENT, "ring, extended: empty: ENOENT");
+	tap_ok(ibv_start_poll(cqx, &attr) == ENOENT, "ring, extended: empty: ENOENT");
 	for (round = 0; round < 10; round++) {
 		for (i = 0; i < 8; i++)
 			order &= k_push(cq, id++, 42, METAROCE_CQE_WITH_IMM);
@@ -452,8 +435,8 @@ static void test_ring_ex(void)
 		ibv_end_poll(cqx);
 		order &= ret == ENOENT;
 	}
-	tap(order && next == 80 && k.calls == 0,
-	    "ring, extended: 10 fills of the ring, 80 in order, no command");
+	tap_ok(order && next == 80 && k.calls == 0,
+	       "ring, extended: 10 fills of the ring, 80 in order, no command");
 	mr_cq_free(cq);
 }
 
@@ -475,20 +458,20 @@ static void test_ring_clean(void)
 	ibv_start_poll(cqx, &attr);
 	ibv_end_poll(cqx);
 	mr_cq_clean(&cq->vcq.cq, 7);
-	tap(cq->count == 8 && cq->ring->consumer == cq->consumer &&
-	    cq->ring->producer - cq->consumer == 12,
-	    "clean: 8 left in the batch, 12 in the ring, the freed slots given back (%u, %u)",
-	    cq->count, cq->ring->producer - cq->consumer);
+	tap_ok(cq->count == 8 && cq->ring->consumer == cq->consumer &&
+	       cq->ring->producer - cq->consumer == 12,
+	       "clean: 8 left in the batch, 12 in the ring, the freed slots given back (%u, %u)",
+	       cq->count, cq->ring->producer - cq->consumer);
 	ok &= k_push(cq, 41, 9, 0) && k_push(cq, 43, 9, 0);
 	n = mr_poll_cq(&cq->vcq.cq, 32, wc);
 	for (i = 0; i < n; i++)
 		ok &= wc[i].qp_num == 9 && wc[i].wr_id == (uint64_t)(2 * i + 1);
-	tap(ok && n == 22,
-	    "clean: only the other QP's completions remain, in order, new ones after (%d)",
-	    n);
+	tap_ok(ok && n == 22,
+	       "clean: only the other QP's completions remain, in order, new ones after (%d)",
+	       n);
 	mr_cq_clean(&cq->vcq.cq, 9);
-	tap(mr_poll_cq(&cq->vcq.cq, 16, wc) == 0 && cq->consumer ==
-	    cq->ring->producer, "clean of an empty CQ");
+	tap_ok(mr_poll_cq(&cq->vcq.cq, 16, wc) == 0 && cq->consumer ==
+	       cq->ring->producer, "clean of an empty CQ");
 	mr_cq_free(cq);
 }
 
@@ -503,28 +486,28 @@ static void test_ring_map(void)
 	struct metaroce_create_cq_resp bad;
 
 	r.comp_mask = 0;
-	tap(mr_ring_map(&ctx, &r) == NULL, "map: no ring offered: none used");
+	tap_ok(mr_ring_map(&ctx, &r) == NULL, "map: no ring offered: none used");
 	r.comp_mask = METAROCE_CQ_RING;
 	bad = r;
 	bad.slots = 0;
 	errno = 0;
-	tap(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
-	    "map: 0 slots: EPROTO");
+	tap_ok(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
+	       "map: 0 slots: EPROTO");
 	bad.slots = 12;
-	tap(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
-	    "map: 12 slots (not a power of two): EPROTO");
+	tap_ok(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
+	       "map: 12 slots (not a power of two): EPROTO");
 	bad = r;
 	bad.mmap_size -= 1;
-	tap(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
-	    "map: a mapping too small for its slots: EPROTO");
+	tap_ok(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
+	       "map: a mapping too small for its slots: EPROTO");
 	errno = 0;
-	tap(mr_ring_map(&ctx, &r) == MAP_FAILED && errno == EBADF,
-	    "map: a good response is mapped from the command file");
+	tap_ok(mr_ring_map(&ctx, &r) == MAP_FAILED && errno == EBADF,
+	       "map: a good response is mapped from the command file");
 }
 
 int main(void)
 {
-	printf("1..41\n");
+	tap_plan(41);
 	test_flags();
 	test_poll();
 	test_ex();
@@ -533,7 +516,5 @@ int main(void)
 	test_ring_ex();
 	test_ring_clean();
 	test_ring_map();
-	if (test_failed)
-		printf("# %u of %u tests failed\n", test_failed, test_num);
-	return test_failed ? 1 : 0;
+	return tap_done();
 }

@@ -103,16 +103,16 @@ static void open_ep(struct ep *e, const char *name, size_t len, size_t reg,
 
 	e->ctx = open_device_gid(name, &e->gid, &e->gid_index);
 	if (ibv_query_port(e->ctx, 1, &port))
-		bail_out("cannot query %s: %s", name, strerror(errno));
+		tap_bail("cannot query %s: %s", name, strerror(errno));
 	e->mtu = port.active_mtu;
 	e->pd = ibv_alloc_pd(e->ctx);
 	e->buf = aligned_alloc(PAGE, len);
 	if (!e->pd || !e->buf)
-		bail_out("no PD or memory");
+		tap_bail("no PD or memory");
 	memset(e->buf, 0, len);
 	e->mr = ibv_reg_mr(e->pd, e->buf, reg, access);
 	if (!e->mr)
-		bail_out("ibv_reg_mr: %s", errname(errno));
+		tap_bail("ibv_reg_mr: %s", errname(errno));
 }
 
 static void make_qp(struct ep *e, uint32_t sq, uint32_t rq)
@@ -124,11 +124,11 @@ static void make_qp(struct ep *e, uint32_t sq, uint32_t rq)
 
 	e->cq = ibv_create_cq(e->ctx, (int)(2 * (sq + rq)), NULL, NULL, 0);
 	if (!e->cq)
-		bail_out("ibv_create_cq: %s", errname(errno));
+		tap_bail("ibv_create_cq: %s", errname(errno));
 	ia.send_cq = ia.recv_cq = e->cq;
 	e->qp = ibv_create_qp(e->pd, &ia);
 	if (!e->qp)
-		bail_out("ibv_create_qp: %s", errname(errno));
+		tap_bail("ibv_create_qp: %s", errname(errno));
 }
 
 static struct info my_info(const struct ep *e)
@@ -146,7 +146,7 @@ static void recv_info(int sock, struct info *peer)
 {
 	sock_all(sock, peer, sizeof(*peer), false);
 	if (peer->magic != INFO_MAGIC)
-		bail_out("the peer speaks another protocol");
+		tap_bail("the peer speaks another protocol");
 }
 
 static int connect_ep(struct ep *e, const union ibv_gid *dgid, uint32_t qpn)
@@ -202,9 +202,9 @@ static int post_op(struct ep *e, enum ibv_wr_opcode op, uint64_t wr_id,
 static void destroy_ep(struct ep *e)
 {
 	if (e->qp && ibv_destroy_qp(e->qp))
-		bail_out("ibv_destroy_qp: %s", errname(errno));
+		tap_bail("ibv_destroy_qp: %s", errname(errno));
 	if (e->cq && ibv_destroy_cq(e->cq))
-		bail_out("ibv_destroy_cq: %s", errname(errno));
+		tap_bail("ibv_destroy_cq: %s", errname(errno));
 	e->qp = NULL;
 	e->cq = NULL;
 }
@@ -214,7 +214,7 @@ static void close_ep(struct ep *e)
 	destroy_ep(e);
 	if (ibv_dereg_mr(e->mr) || ibv_dealloc_pd(e->pd) ||
 	    ibv_close_device(e->ctx))
-		bail_out("cannot release the MR, PD or device");
+		tap_bail("cannot release the MR, PD or device");
 	free(e->buf);
 }
 
@@ -260,7 +260,7 @@ static bool readable(int fd, double timeout)
 #define S_BUF (S_READ + PAGE)
 
 /*
- * Bits of the child's exit status: what went wrong in it (1 is bail_out()'s
+ * Bits of the child's exit status: what went wrong in it (1 is tap_bail()'s
  * status, which a failed verb in open_ep() or close_ep() ends with).
  */
 enum {
@@ -286,7 +286,7 @@ static unsigned int uverbs_maps(struct span *s, unsigned int max)
 	FILE *f = fopen("/proc/self/maps", "r");
 
 	if (!f)
-		bail_out("/proc/self/maps: %s", strerror(errno));
+		tap_bail("/proc/self/maps: %s", strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		path[0] = 0;
 		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %255s", &a, &b,
@@ -313,16 +313,16 @@ static bool vma_dontcopy(const void *p)
 	FILE *f = fopen("/proc/self/smaps", "r");
 
 	if (!f)
-		bail_out("/proc/self/smaps: %s", strerror(errno));
+		tap_bail("/proc/self/smaps: %s", strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = 0;
 		if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, ' ') &&
 		    line[strcspn(line, " ") - 1] != ':') {
 			in = (uintptr_t)p >= a && (uintptr_t)p < b;
 			if (in)
-				diag("%s", line);
+				tap_diag("%s", line);
 		} else if (in && !strncmp(line, "VmFlags:", 8)) {
-			diag("%s", line);
+			tap_diag("%s", line);
 			strcat(line, " ");
 			dc = strstr(line, " dc ") != NULL;
 		}
@@ -379,8 +379,8 @@ static int child_traffic(const char *dev)
 	    check(a.buf + PAGE, PAGE, 77, 0) >= 0 ||
 	    check(a.buf + 2 * PAGE, PAGE, 77, 0) >= 0)
 		bits |= CHILD_TRAFFIC;
-	diag("child: its own QPs %u and %u carried a SEND and a WRITE: %s",
-	     a.qp->qp_num, b.qp->qp_num, bits ? "no" : "yes");
+	tap_diag("child: its own QPs %u and %u carried a SEND and a WRITE: %s",
+		 a.qp->qp_num, b.qp->qp_num, bits ? "no" : "yes");
 	destroy_ep(&b);
 	b.ctx = NULL;
 	close_ep(&a);
@@ -399,9 +399,9 @@ static int child_main(const struct span *rings, unsigned int nrings,
 	for (i = 0; i < nrings; i++) {
 		err = mapped((void *)rings[i].start,
 			     rings[i].end - rings[i].start);
-		diag("child: parent's ring %#lx-%#lx: mincore() says %s",
-		     (unsigned long)rings[i].start,
-		     (unsigned long)rings[i].end, errname(err));
+		tap_diag("child: parent's ring %#lx-%#lx: mincore() says %s",
+			 (unsigned long)rings[i].start,
+			 (unsigned long)rings[i].end, errname(err));
 		if (err != ENOMEM)
 			bits |= CHILD_RING_MAPPED;
 	}
@@ -411,15 +411,15 @@ static int child_main(const struct span *rings, unsigned int nrings,
 
 	/* The registered pages: not here if ibv_fork_init() DONTFORKed them. */
 	err = mapped(buf, PAGE);
-	diag("child: the registered buffer's first page %p: mincore() says %s",
-	     (void *)buf, errname(err));
+	tap_diag("child: the registered buffer's first page %p: mincore() says %s",
+		 (void *)buf, errname(err));
 	if (err != (dontfork ? ENOMEM : 0))
 		bits |= CHILD_DONTFORK;
 
 	/* The page ibv_dofork_range() gave back: a copy, ours to scribble on. */
 	err = mapped(page, PAGE);
-	diag("child: the shared page %p: mincore() says %s", (void *)page,
-	     errname(err));
+	tap_diag("child: the shared page %p: mincore() says %s", (void *)page,
+		 errname(err));
 	if (err)
 		_exit(bits | CHILD_PAGE);
 	memset(page, 0xc5, PAGE);
@@ -459,29 +459,29 @@ static int fork_round(struct ep *e, int sock, const struct info *peer,
 		uint32_t len = F_MR - off < F_CHUNK ? F_MR - off : F_CHUNK;
 
 		if (post_op(e, IBV_WR_RDMA_WRITE, nwr, off, len, peer, off, 0))
-			bail_out("ibv_post_send: %s", errname(errno));
+			tap_bail("ibv_post_send: %s", errname(errno));
 	}
 	if (post_op(e, IBV_WR_SEND_WITH_IMM, nwr++, F_TAIL, PAGE / 2, peer, 0,
 		    seed))
-		bail_out("ibv_post_send: %s", errname(errno));
+		tap_bail("ibv_post_send: %s", errname(errno));
 	if (mid)
 		mid(arg);
 	got = poll_n(e->cq, wc, (int)nwr, TIMEOUT);
 	if (got != (int)nwr) {
-		diag("round %u: %d of %u completions", seed, got, nwr);
+		tap_diag("round %u: %d of %u completions", seed, got, nwr);
 		bad++;
 	}
 	for (i = 0; i < (unsigned int)(got > 0 ? got : 0); i++) {
 		if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != i) {
-			diag("round %u: completion %u: %s, wr_id %llu", seed,
-			     i, ibv_wc_status_str(wc[i].status),
-			     (unsigned long long)wc[i].wr_id);
+			tap_diag("round %u: completion %u: %s, wr_id %llu", seed,
+				 i, ibv_wc_status_str(wc[i].status),
+				 (unsigned long long)wc[i].wr_id);
 			bad++;
 		}
 	}
 	sock_all(sock, &verdict, 1, false);
 	if (verdict) {
-		diag("round %u: the server says %#x", seed, verdict);
+		tap_diag("round %u: the server says %#x", seed, verdict);
 		bad++;
 	}
 	return bad;
@@ -505,7 +505,7 @@ static void do_fork(void *arg)
 	fflush(stdout);
 	f->pid = fork();
 	if (f->pid < 0)
-		bail_out("fork: %s", strerror(errno));
+		tap_bail("fork: %s", strerror(errno));
 	if (!f->pid) {
 		close(f->pipe[0]);
 		close(f->back[1]);
@@ -531,12 +531,12 @@ static void fork_client(const char *dev, const char *host, uint16_t port)
 
 	ret = ibv_fork_init();
 	fs = ibv_is_fork_initialized();
-	tap(ret == 0, "ibv_fork_init() before opening the device: %s",
-	    errname(ret));
-	tap(fs == IBV_FORK_ENABLED || fs == IBV_FORK_UNNEEDED,
-	    "ibv_is_fork_initialized(): %s", fs == IBV_FORK_UNNEEDED ?
-	    "unneeded (the kernel copies pinned pages)" :
-	    fs == IBV_FORK_ENABLED ? "enabled" : "disabled");
+	tap_ok(ret == 0, "ibv_fork_init() before opening the device: %s",
+	       errname(ret));
+	tap_ok(fs == IBV_FORK_ENABLED || fs == IBV_FORK_UNNEEDED,
+	       "ibv_is_fork_initialized(): %s", fs == IBV_FORK_UNNEEDED ?
+	       "unneeded (the kernel copies pinned pages)" :
+	       fs == IBV_FORK_ENABLED ? "enabled" : "disabled");
 
 	open_ep(&e, dev, F_BUF, F_MR, IBV_ACCESS_LOCAL_WRITE |
 		IBV_ACCESS_REMOTE_READ);
@@ -552,83 +552,83 @@ static void fork_client(const char *dev, const char *host, uint16_t port)
 	 * so that the child gets a copy of a pinned page, the classic hazard.
 	 */
 	f.dontfork = vma_dontcopy(f.buf);
-	diag("the registered buffer is %s", f.dontfork ?
-	     "MADV_DONTFORK (not inherited)" : "inherited");
+	tap_diag("the registered buffer is %s", f.dontfork ?
+		 "MADV_DONTFORK (not inherited)" : "inherited");
 	ret = madvise(f.page, PAGE, MADV_DOFORK) ? errno : 0;
-	tap(!ret && !vma_dontcopy(f.page),
-	    "MADV_DOFORK on the last page: a child inherits it (%s)",
-	    errname(ret));
+	tap_ok(!ret && !vma_dontcopy(f.page),
+	       "MADV_DOFORK on the last page: a child inherits it (%s)",
+	       errname(ret));
 	sock = tcp_client(host, port);
 	mine = my_info(&e);
 	sock_all(sock, &mine, sizeof(mine), true);
 	recv_info(sock, &peer);
 	if (connect_ep(&e, &peer.gid, peer.qpn))
-		bail_out("cannot connect the QP: %s", errname(errno));
+		tap_bail("cannot connect the QP: %s", errname(errno));
 
 	nrings = uverbs_maps(rings, 8);
 	f.nrings = nrings < 8 ? nrings : 8;
-	tap(nrings >= 2, "the parent maps its rings (%u mappings of the uverbs file)",
-	    nrings);
+	tap_ok(nrings >= 2, "the parent maps its rings (%u mappings of the uverbs file)",
+	       nrings);
 
 	for (i = 0; i < 3; i++)
 		bad_before += fork_round(&e, sock, &peer, ++seed, NULL, NULL);
-	tap(!bad_before, "3 rounds before fork(): every byte and completion right");
+	tap_ok(!bad_before, "3 rounds before fork(): every byte and completion right");
 
 	if (pipe(f.back))
-		bail_out("pipe: %s", strerror(errno));
+		tap_bail("pipe: %s", strerror(errno));
 	if (pipe(f.pipe))
-		bail_out("pipe: %s", strerror(errno));
+		tap_bail("pipe: %s", strerror(errno));
 	bad_fork = fork_round(&e, sock, &peer, ++seed, do_fork, &f);
-	tap(!bad_fork, "the round fork() interrupted with its work requests outstanding completes, data right");
+	tap_ok(!bad_fork, "the round fork() interrupted with its work requests outstanding completes, data right");
 
 	/* The child wrote to its page: the parent's is still the parent's. */
-	tap(readable(f.pipe[0], TIMEOUT) && read(f.pipe[0], &c, 1) == 1,
-	    "the child wrote to its copy of the shared page");
-	tap(check(f.page, PAGE / 2, seed, F_TAIL) < 0 &&
-	    check(f.page + PAGE / 2, F_HEAP, seed + 1000, 0) < 0,
-	    "the parent's page (registered and heap halves) holds the parent's bytes");
+	tap_ok(readable(f.pipe[0], TIMEOUT) && read(f.pipe[0], &c, 1) == 1,
+	       "the child wrote to its copy of the shared page");
+	tap_ok(check(f.page, PAGE / 2, seed, F_TAIL) < 0 &&
+	       check(f.page + PAGE / 2, F_HEAP, seed + 1000, 0) < 0,
+	       "the parent's page (registered and heap halves) holds the parent's bytes");
 
 	while (waitpid(f.pid, &status, WNOHANG) == 0 && during < 200) {
 		bad_during += fork_round(&e, sock, &peer, ++seed, NULL, NULL);
 		if (++during == 3 && write(f.back[1], "x", 1) != 1)
-			bail_out("the child is gone early");
+			tap_bail("the child is gone early");
 	}
 	if (during == 200 && waitpid(f.pid, &status, 0) != f.pid)
-		bail_out("waitpid: %s", strerror(errno));
-	diag("%u rounds while the child lived", during);
-	tap(!bad_during, "rounds while the child lived (%u): every byte and completion right",
-	    during);
-	tap(WIFEXITED(status), "the child exited (status %#x)", status);
+		tap_bail("waitpid: %s", strerror(errno));
+	tap_diag("%u rounds while the child lived", during);
+	tap_ok(!bad_during, "rounds while the child lived (%u): every byte and completion right",
+	       during);
+	tap_ok(WIFEXITED(status), "the child exited (status %#x)", status);
 	status = WIFEXITED(status) ? WEXITSTATUS(status) : 0xff;
-	tap(!(status & CHILD_RING_MAPPED),
-	    "child: the parent's ring addresses are not mapped (mincore: ENOMEM)");
-	tap(!(status & CHILD_MAPS_UVERBS),
-	    "child: /proc/self/maps lists no uverbs mapping");
-	tap(!(status & CHILD_DONTFORK), f.dontfork ?
-	    "child: the registered pages are not in the child (MADV_DONTFORK)" :
-	    "child: it has a copy of the registered pages");
-	tap(!(status & CHILD_PAGE),
-	    "child: it wrote to both halves of its copy of the shared page, and lived until the parent had run 3 rounds alongside");
-	tap(!(status & CHILD_OPEN),
-	    "child: opens the device and connects two QPs of its own");
-	tap(!(status & CHILD_TRAFFIC),
-	    "child: its QPs carry a SEND and an RDMA WRITE, data right");
-	tap(!(status & CHILD_BAILED),
-	    "child: every verb of its own succeeded, its objects released");
+	tap_ok(!(status & CHILD_RING_MAPPED),
+	       "child: the parent's ring addresses are not mapped (mincore: ENOMEM)");
+	tap_ok(!(status & CHILD_MAPS_UVERBS),
+	       "child: /proc/self/maps lists no uverbs mapping");
+	tap_ok(!(status & CHILD_DONTFORK), f.dontfork ?
+	       "child: the registered pages are not in the child (MADV_DONTFORK)" :
+	       "child: it has a copy of the registered pages");
+	tap_ok(!(status & CHILD_PAGE),
+	       "child: it wrote to both halves of its copy of the shared page, and lived until the parent had run 3 rounds alongside");
+	tap_ok(!(status & CHILD_OPEN),
+	       "child: opens the device and connects two QPs of its own");
+	tap_ok(!(status & CHILD_TRAFFIC),
+	       "child: its QPs carry a SEND and an RDMA WRITE, data right");
+	tap_ok(!(status & CHILD_BAILED),
+	       "child: every verb of its own succeeded, its objects released");
 
 	for (i = 0; i < 5; i++)
 		bad_after += fork_round(&e, sock, &peer, ++seed, NULL, NULL);
-	tap(!bad_after, "5 rounds after the child exited: every byte and completion right");
+	tap_ok(!bad_after, "5 rounds after the child exited: every byte and completion right");
 	nafter = uverbs_maps(after, 8);
-	tap(nafter == nrings && !memcmp(after, rings, sizeof(after[0]) *
+	tap_ok(nafter == nrings && !memcmp(after, rings, sizeof(after[0]) *
 					f.nrings),
-	    "the parent's ring mappings are all still there");
+	       "the parent's ring mappings are all still there");
 
 	seed = 0;
 	sock_all(sock, &seed, sizeof(seed), true);
 	sock_all(sock, &c, 1, false);
 	close(sock);
-	tap(release_ep(&e), "the parent releases its QP, CQ, MR, PD and device");
+	tap_ok(release_ep(&e), "the parent releases its QP, CQ, MR, PD and device");
 }
 
 static void fork_server(const char *dev, uint16_t port)
@@ -647,10 +647,10 @@ static void fork_server(const char *dev, uint16_t port)
 	sock = tcp_server(port);
 	recv_info(sock, &peer);
 	if (connect_ep(&e, &peer.gid, peer.qpn))
-		bail_out("cannot connect the QP: %s", errname(errno));
+		tap_bail("cannot connect the QP: %s", errname(errno));
 	for (i = 0; i < 4; i++)
 		if (post_recv(&e, (uint64_t)i, S_RECV + (size_t)i * PAGE, PAGE))
-			bail_out("ibv_post_recv: %s", errname(errno));
+			tap_bail("ibv_post_recv: %s", errname(errno));
 	/* Our receives are posted before the client learns our QP. */
 	mine = my_info(&e);
 	sock_all(sock, &mine, sizeof(mine), true);
@@ -666,47 +666,47 @@ static void fork_server(const char *dev, uint16_t port)
 		    wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV ||
 		    !(wc.wc_flags & IBV_WC_WITH_IMM) ||
 		    ntohl(wc.imm_data) != seed || wc.byte_len != PAGE / 2) {
-			diag("round %u: no good receive", seed);
-			bail_out("the client's SEND did not arrive");
+			tap_diag("round %u: no good receive", seed);
+			tap_bail("the client's SEND did not arrive");
 		}
 		i = (int)wc.wr_id;
 		at = check(e.buf, F_MR, seed, 0);
 		if (at >= 0) {
-			diag("round %u: written byte %ld is %#x", seed, at,
-			     e.buf[at]);
+			tap_diag("round %u: written byte %ld is %#x", seed, at,
+				 e.buf[at]);
 			v |= 1;
 		}
 		at = check(e.buf + S_RECV + (size_t)i * PAGE, PAGE / 2, seed,
 			   F_TAIL);
 		if (at >= 0) {
-			diag("round %u: sent byte %ld is %#x", seed, at,
-			     e.buf[S_RECV + (size_t)i * PAGE + (size_t)at]);
+			tap_diag("round %u: sent byte %ld is %#x", seed, at,
+				 e.buf[S_RECV + (size_t)i * PAGE + (size_t)at]);
 			v |= 2;
 		}
 		memset(e.buf + S_READ, 0, PAGE / 2);
 		if (post_op(&e, IBV_WR_RDMA_READ, 100, S_READ, PAGE / 2, &peer,
 			    F_TAIL, 0) || poll_n(e.cq, &wc, 1, TIMEOUT) != 1 ||
 		    wc.status != IBV_WC_SUCCESS) {
-			diag("round %u: the RDMA READ failed", seed);
+			tap_diag("round %u: the RDMA READ failed", seed);
 			v |= 4;
 		}
 		at = check(e.buf + S_READ, PAGE / 2, seed, F_TAIL);
 		if (at >= 0) {
-			diag("round %u: read byte %ld is %#x", seed, at,
-			     e.buf[S_READ + (size_t)at]);
+			tap_diag("round %u: read byte %ld is %#x", seed, at,
+				 e.buf[S_READ + (size_t)at]);
 			v |= 8;
 		}
 		if (post_recv(&e, (uint64_t)i, S_RECV + (size_t)i * PAGE, PAGE))
-			bail_out("ibv_post_recv: %s", errname(errno));
+			tap_bail("ibv_post_recv: %s", errname(errno));
 		bad += v != 0;
 		sock_all(sock, &v, 1, true);
 	}
 	s = 0;
 	sock_all(sock, &s, 1, true);
 	close(sock);
-	tap(rounds >= 12, "the client ran %u rounds", rounds);
-	tap(!bad, "every round's WRITE, SEND and READ of the client's memory: the parent's bytes (%u bad)",
-	    bad);
+	tap_ok(rounds >= 12, "the client ran %u rounds", rounds);
+	tap_ok(!bad, "every round's WRITE, SEND and READ of the client's memory: the parent's bytes (%u bad)",
+	       bad);
 	close_ep(&e);
 }
 
@@ -756,7 +756,7 @@ static void stream_recvs(struct stream *s, struct ep *e)
 	for (i = 0; i < X_RQ; i++) {
 		if (post_recv(e, RECV_TAG | (uint64_t)i,
 			      X_RECV_AT + (size_t)i * X_MSG, X_MSG))
-			bail_out("ibv_post_recv: %s", errname(errno));
+			tap_bail("ibv_post_recv: %s", errname(errno));
 		s->recvs_out++;
 	}
 }
@@ -769,7 +769,7 @@ static void pump(struct stream *s)
 
 	n = ibv_poll_cq(s->e->cq, 32, wc);
 	if (n < 0)
-		bail_out("ibv_poll_cq: %d", n);
+		tap_bail("ibv_poll_cq: %d", n);
 	for (i = 0; i < n; i++) {
 		bool recv = wc[i].wr_id & RECV_TAG;
 
@@ -781,10 +781,10 @@ static void pump(struct stream *s)
 			if (s->first_err < 0) {
 				s->first_err = wc[i].status;
 				s->first_err_at = now_sec();
-				diag("first error: %s, %s wr_id %#llx",
-				     ibv_wc_status_str(wc[i].status),
-				     recv ? "receive" : "send",
-				     (unsigned long long)wc[i].wr_id);
+				tap_diag("first error: %s, %s wr_id %#llx",
+					 ibv_wc_status_str(wc[i].status),
+					 recv ? "receive" : "send",
+					 (unsigned long long)wc[i].wr_id);
 			} else if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
 				s->flushed++;
 			}
@@ -862,7 +862,7 @@ static void connect_stream(struct ep *e, struct stream *s, int sock,
 		sock_all(sock, &mine, sizeof(mine), true);
 	}
 	if (connect_ep(e, &s->peer.gid, s->peer.qpn))
-		bail_out("cannot connect the QP: %s", errname(errno));
+		tap_bail("cannot connect the QP: %s", errname(errno));
 	stream_recvs(s, e);
 	/* Both in RTS, receives posted, before either sends. */
 	sock_all(sock, &c, 1, true);
@@ -945,7 +945,7 @@ static bool res_counts(const char *dev, struct counts *c)
 	bool found = false;
 
 	if (!f)
-		bail_out("popen: %s", strerror(errno));
+		tap_bail("popen: %s", strerror(errno));
 	snprintf(key, sizeof(key), " %s: ", dev);
 	while (fgets(line, sizeof(line), f)) {
 		p = strstr(line, key);
@@ -1002,15 +1002,15 @@ static void exit_server(const char *dev, uint16_t port,
 	for (kind = K_KILL; kind <= K_CLEAN; kind++) {
 		const char *name = kind_name[kind];
 
-		tap(res_counts(dev, &before), "%s: %s's resources before: %s",
-		    name, dev, before.text);
+		tap_ok(res_counts(dev, &before), "%s: %s's resources before: %s",
+		       name, dev, before.text);
 		sock_all(sock, &kind, sizeof(kind), true);
 		if (pipe(p) || pipe(back))
-			bail_out("pipe: %s", strerror(errno));
+			tap_bail("pipe: %s", strerror(errno));
 		fflush(stdout);
 		pid = fork();
 		if (pid < 0)
-			bail_out("fork: %s", strerror(errno));
+			tap_bail("fork: %s", strerror(errno));
 		if (!pid) {
 			close(p[0]);
 			close(back[1]);
@@ -1020,45 +1020,45 @@ static void exit_server(const char *dev, uint16_t port,
 		close(p[1]);
 		close(back[0]);
 		if (kind != K_CLEAN) {
-			tap(readable(p[0], 3 * TIMEOUT) &&
-			    read(p[0], &c, 1) == 1 && c == 'S',
-			    "%s: the process streams WRITEs and SENDs both ways",
-			    name);
-			tap(res_counts(dev, &now) && counts_one_more(&before, &now),
-			    "%s: meanwhile its context, PD, MR, CQ and QP show: %s",
-			    name, now.text);
+			tap_ok(readable(p[0], 3 * TIMEOUT) &&
+			       read(p[0], &c, 1) == 1 && c == 'S',
+			       "%s: the process streams WRITEs and SENDs both ways",
+			       name);
+			tap_ok(res_counts(dev, &now) && counts_one_more(&before, &now),
+			       "%s: meanwhile its context, PD, MR, CQ and QP show: %s",
+			       name, now.text);
 		}
 		if (kind == K_KILL) {
 			usleep(300000);
 			kill(pid, SIGKILL);
 		} else if (kind == K_EXIT) {
 			if (write(back[1], "x", 1) != 1)
-				bail_out("the process is gone early");
-			tap(readable(p[0], TIMEOUT) &&
-			    read(p[0], &out, sizeof(out)) == sizeof(out) &&
-			    out == X_SQ,
-			    "%s: the process exits with %u work requests outstanding",
-			    name, X_SQ);
+				tap_bail("the process is gone early");
+			tap_ok(readable(p[0], TIMEOUT) &&
+			       read(p[0], &out, sizeof(out)) == sizeof(out) &&
+			       out == X_SQ,
+			       "%s: the process exits with %u work requests outstanding",
+			       name, X_SQ);
 		}
 		if (waitpid(pid, &status, 0) != pid)
-			bail_out("waitpid: %s", strerror(errno));
+			tap_bail("waitpid: %s", strerror(errno));
 		close(p[0]);
 		close(back[1]);
 		if (kind == K_KILL)
-			tap(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-			    "%s: the process was killed (status %#x)", name,
-			    status);
+			tap_ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+			       "%s: the process was killed (status %#x)", name,
+			       status);
 		else
-			tap(WIFEXITED(status) && !WEXITSTATUS(status),
-			    "%s: the process exited with 0 (status %#x)", name,
-			    status);
+			tap_ok(WIFEXITED(status) && !WEXITSTATUS(status),
+			       "%s: the process exited with 0 (status %#x)", name,
+			       status);
 		if (kind != K_CLEAN) {
 			c = 'G';
 			sock_all(sock, &c, 1, true);
 		}
 		/* The client is done with the round. */
 		if (!readable(sock, 3 * TIMEOUT))
-			bail_out("the client did not finish the round");
+			tap_bail("the client did not finish the round");
 		sock_all(sock, &c, 1, false);
 
 		t = now_sec();
@@ -1067,9 +1067,9 @@ static void exit_server(const char *dev, uint16_t port,
 				break;
 			usleep(100000);
 		}
-		tap(!strcmp(now.text, before.text),
-		    "%s: %s's resources are back to what they were after %.1f s: %s",
-		    name, dev, now_sec() - t, now.text);
+		tap_ok(!strcmp(now.text, before.text),
+		       "%s: %s's resources are back to what they were after %.1f s: %s",
+		       name, dev, now_sec() - t, now.text);
 	}
 	bits = 0;
 	sock_all(sock, &bits, sizeof(bits), true);
@@ -1099,18 +1099,18 @@ static void exit_client_round(struct ep *e, int sock, int kind,
 			s.recvs_ok + s.recv_bad < clean_msgs) &&
 		       s.first_err < 0 && now_sec() < deadline)
 			pump(&s);
-		tap(s.first_err < 0 && !s.post_ret && s.sends_ok == s.limit,
-		    "%s: all %llu of the WRITEs and SENDs to the new process completed",
-		    name, (unsigned long long)s.sends_ok);
-		tap(s.recvs_ok == clean_msgs && !s.recv_bad,
-		    "%s: its %u SENDs arrived in order, every byte right",
-		    name, clean_msgs);
-		tap(writes_here(e),
-		    "%s: its RDMA WRITEs are all here, every byte right", name);
+		tap_ok(s.first_err < 0 && !s.post_ret && s.sends_ok == s.limit,
+		       "%s: all %llu of the WRITEs and SENDs to the new process completed",
+		       name, (unsigned long long)s.sends_ok);
+		tap_ok(s.recvs_ok == clean_msgs && !s.recv_bad,
+		       "%s: its %u SENDs arrived in order, every byte right",
+		       name, clean_msgs);
+		tap_ok(writes_here(e),
+		       "%s: its RDMA WRITEs are all here, every byte right", name);
 		sock_all(sock, &bits, sizeof(bits), false);
 		sock_all(sock, &bits, sizeof(bits), true);
-		tap(!bits, "%s: the new process saw every work request complete and every byte right (%#x)",
-		    name, bits);
+		tap_ok(!bits, "%s: the new process saw every work request complete and every byte right (%#x)",
+		       name, bits);
 		destroy_ep(e);
 		sock_all(sock, &c, 1, true);
 		return;
@@ -1122,33 +1122,33 @@ static void exit_client_round(struct ep *e, int sock, int kind,
 		if (!gone && readable(sock, 0)) {
 			sock_all(sock, &c, 1, false);
 			gone = now_sec();
-			diag("%s: the process is gone; %llu WRITEs and SENDs completed, %llu SENDs received, %u outstanding",
-			     name, (unsigned long long)s.sends_ok,
-			     (unsigned long long)s.recvs_ok, s.outstanding);
+			tap_diag("%s: the process is gone; %llu WRITEs and SENDs completed, %llu SENDs received, %u outstanding",
+				 name, (unsigned long long)s.sends_ok,
+				 (unsigned long long)s.recvs_ok, s.outstanding);
 		}
 		if (gone && s.first_err >= 0 && !s.outstanding && !s.recvs_out)
 			break;
 	}
-	tap(gone > 0, "%s: the server says the process is gone", name);
+	tap_ok(gone > 0, "%s: the server says the process is gone", name);
 	/* The process had 64 of its own complete: 32 SENDs at least. */
-	tap(s.sends_ok >= 8 && s.recvs_ok >= 16 && !s.recv_bad,
-	    "%s: before that, WRITEs and SENDs completed (%llu), SENDs arrived right (%llu, %llu bad)",
-	    name, (unsigned long long)s.sends_ok,
-	    (unsigned long long)s.recvs_ok, (unsigned long long)s.recv_bad);
-	tap(s.first_err == IBV_WC_RETRY_EXC_ERR,
-	    "%s: the first error is a transport retry counter exceeded (%s)",
-	    name, s.first_err >= 0 ?
-	    ibv_wc_status_str((enum ibv_wc_status)s.first_err) : "none");
-	tap(s.first_err >= 0 && s.first_err_at - gone < TIMEOUT,
-	    "%s: it came %.2f s after the process was gone", name,
-	    s.first_err >= 0 ? s.first_err_at - gone : -1.0);
-	tap(!s.outstanding && !s.recvs_out && s.flushed == s.errors - 1,
-	    "%s: every other send and receive flushed (%llu of %llu, %u and %u left)",
-	    name, (unsigned long long)s.flushed,
-	    (unsigned long long)s.errors, s.outstanding, s.recvs_out);
+	tap_ok(s.sends_ok >= 8 && s.recvs_ok >= 16 && !s.recv_bad,
+	       "%s: before that, WRITEs and SENDs completed (%llu), SENDs arrived right (%llu, %llu bad)",
+	       name, (unsigned long long)s.sends_ok,
+	       (unsigned long long)s.recvs_ok, (unsigned long long)s.recv_bad);
+	tap_ok(s.first_err == IBV_WC_RETRY_EXC_ERR,
+	       "%s: the first error is a transport retry counter exceeded (%s)",
+	       name, s.first_err >= 0 ?
+	       ibv_wc_status_str((enum ibv_wc_status)s.first_err) : "none");
+	tap_ok(s.first_err >= 0 && s.first_err_at - gone < TIMEOUT,
+	       "%s: it came %.2f s after the process was gone", name,
+	       s.first_err >= 0 ? s.first_err_at - gone : -1.0);
+	tap_ok(!s.outstanding && !s.recvs_out && s.flushed == s.errors - 1,
+	       "%s: every other send and receive flushed (%llu of %llu, %u and %u left)",
+	       name, (unsigned long long)s.flushed,
+	       (unsigned long long)s.errors, s.outstanding, s.recvs_out);
 	ret = ibv_query_qp(e->qp, &qa, IBV_QP_STATE, &ia);
-	tap(!ret && qa.qp_state == IBV_QPS_ERR, "%s: the QP is in ERR (%d)",
-	    name, ret ? -1 : (int)qa.qp_state);
+	tap_ok(!ret && qa.qp_state == IBV_QPS_ERR, "%s: the QP is in ERR (%d)",
+	       name, ret ? -1 : (int)qa.qp_state);
 
 	/* A post on the QP in ERR: accepted and flushed, as the verbs say. */
 	s.first_err = -1;
@@ -1158,12 +1158,12 @@ static void exit_client_round(struct ep *e, int sock, int kind,
 		struct ibv_wc wc;
 		int n = poll_n(e->cq, &wc, 1, TIMEOUT);
 
-		tap(n == 1 && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 7,
-		    "%s: a WRITE posted now completes flushed (%s)", name,
-		    n == 1 ? ibv_wc_status_str(wc.status) : "no completion");
+		tap_ok(n == 1 && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 7,
+		       "%s: a WRITE posted now completes flushed (%s)", name,
+		       n == 1 ? ibv_wc_status_str(wc.status) : "no completion");
 	} else {
-		tap(false, "%s: a WRITE posted now is refused (%s), not flushed",
-		    name, errname(ret));
+		tap_ok(false, "%s: a WRITE posted now is refused (%s), not flushed",
+		       name, errname(ret));
 	}
 	destroy_ep(e);
 	c = 'D';
@@ -1186,7 +1186,7 @@ static void exit_client(const char *dev, const char *host, uint16_t port,
 		exit_client_round(&e, sock, kind, clean_msgs);
 	}
 	close(sock);
-	tap(release_ep(&e), "the client releases its MR, PD and device");
+	tap_ok(release_ep(&e), "the client releases its MR, PD and device");
 }
 
 int main(int argc, char **argv)
@@ -1203,6 +1203,7 @@ int main(int argc, char **argv)
 			argv[0], argv[0]);
 		return 2;
 	}
+	tap_start();
 	if (!strcmp(argv[1], "fork")) {
 		if (server)
 			fork_server(argv[3], (uint16_t)atoi(argv[4]));
@@ -1216,5 +1217,5 @@ int main(int argc, char **argv)
 			exit_client(argv[3], argv[4], (uint16_t)atoi(argv[5]),
 				    clean_msgs);
 	}
-	return done_testing();
+	return tap_done();
 }

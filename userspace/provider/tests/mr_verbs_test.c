@@ -11,45 +11,12 @@
  */
 #include <endian.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pabi.h"
-
-static unsigned int test_num, test_failed;
-
-static void tap(int ok, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %u - ", ok ? "ok" : "not ok", ++test_num);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!ok)
-		test_failed++;
-}
-
-static void bail_out(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2), noreturn));
-
-static void bail_out(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("Bail out! ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	exit(1);
-}
+#include "tap.h"
 
 /* Read <ibdev_path>/<file> into buf without its trailing newline. */
 static int read_sysfs(const struct ibv_device *dev, const char *file,
@@ -92,16 +59,16 @@ static int test_owner(const char *name, const char *provider)
 {
 	struct ibv_device **list, *dev;
 
-	printf("1..1\n");
+	tap_plan(1);
 	list = ibv_get_device_list(NULL);
 	if (!list)
-		bail_out("ibv_get_device_list: %s", strerror(errno));
+		tap_bail("ibv_get_device_list: %s", strerror(errno));
 	dev = find_device(list, name);
-	tap(dev && !strcmp(provider_of(dev), provider),
-	    "%s is handled by provider %s (got %s)", name, provider,
-	    dev ? provider_of(dev) : "no device");
+	tap_ok(dev && !strcmp(provider_of(dev), provider),
+	       "%s is handled by provider %s (got %s)", name, provider,
+	       dev ? provider_of(dev) : "no device");
 	ibv_free_device_list(list);
-	return test_failed ? 1 : 0;
+	return tap_done();
 }
 
 static void format_guid(char *buf, size_t size, __be64 be_guid)
@@ -133,36 +100,36 @@ static void test_device(struct ibv_device *dev, struct ibv_context *ctx)
 	int ret;
 
 	ret = ibv_query_device_ex(ctx, NULL, &attr);
-	tap(!ret, "ibv_query_device_ex (%s)", strerror(ret));
-	tap(attr.orig_attr.phys_port_cnt == 1 && attr.phys_port_cnt_ex == 1,
-	    "one port (phys_port_cnt %u, ex %u)",
-	    attr.orig_attr.phys_port_cnt, attr.phys_port_cnt_ex);
+	tap_ok(!ret, "ibv_query_device_ex (%s)", strerror(ret));
+	tap_ok(attr.orig_attr.phys_port_cnt == 1 && attr.phys_port_cnt_ex == 1,
+	       "one port (phys_port_cnt %u, ex %u)",
+	       attr.orig_attr.phys_port_cnt, attr.phys_port_cnt_ex);
 
 	format_guid(ours, sizeof(ours), attr.orig_attr.node_guid);
-	tap(attr.orig_attr.node_guid &&
-	    attr.orig_attr.node_guid == ibv_get_device_guid(dev) &&
-	    !read_sysfs(dev, "node_guid", sysfs, sizeof(sysfs)) &&
-	    !strcmp(sysfs, ours),
-	    "node_guid %s matches ibv_get_device_guid and sysfs", ours);
+	tap_ok(attr.orig_attr.node_guid &&
+	       attr.orig_attr.node_guid == ibv_get_device_guid(dev) &&
+	       !read_sysfs(dev, "node_guid", sysfs, sizeof(sysfs)) &&
+	       !strcmp(sysfs, ours),
+	       "node_guid %s matches ibv_get_device_guid and sysfs", ours);
 
 	/* sysfs fw_ver is empty unless the driver provides a string */
-	tap(attr.orig_attr.fw_ver[0] &&
-	    !read_sysfs(dev, "fw_ver", sysfs, sizeof(sysfs)) &&
-	    (!sysfs[0] || !strcmp(sysfs, attr.orig_attr.fw_ver)),
-	    "fw_ver \"%s\" is set and agrees with sysfs \"%s\"",
-	    attr.orig_attr.fw_ver, sysfs);
+	tap_ok(attr.orig_attr.fw_ver[0] &&
+	       !read_sysfs(dev, "fw_ver", sysfs, sizeof(sysfs)) &&
+	       (!sysfs[0] || !strcmp(sysfs, attr.orig_attr.fw_ver)),
+	       "fw_ver \"%s\" is set and agrees with sysfs \"%s\"",
+	       attr.orig_attr.fw_ver, sysfs);
 
-	tap(attr.orig_attr.max_qp > 0 && attr.orig_attr.max_cq > 0 &&
-	    attr.orig_attr.max_pd > 0 && attr.orig_attr.max_mr > 0,
-	    "max_qp %d max_cq %d max_pd %d max_mr %d are positive",
-	    attr.orig_attr.max_qp, attr.orig_attr.max_cq,
-	    attr.orig_attr.max_pd, attr.orig_attr.max_mr);
+	tap_ok(attr.orig_attr.max_qp > 0 && attr.orig_attr.max_cq > 0 &&
+	       attr.orig_attr.max_pd > 0 && attr.orig_attr.max_mr > 0,
+	       "max_qp %d max_cq %d max_pd %d max_mr %d are positive",
+	       attr.orig_attr.max_qp, attr.orig_attr.max_cq,
+	       attr.orig_attr.max_pd, attr.orig_attr.max_mr);
 
 	ret = ibv_query_device(ctx, &old);
-	tap(!ret && old.node_guid == attr.orig_attr.node_guid &&
-	    old.max_qp == attr.orig_attr.max_qp &&
-	    !strcmp(old.fw_ver, attr.orig_attr.fw_ver),
-	    "ibv_query_device agrees with ibv_query_device_ex");
+	tap_ok(!ret && old.node_guid == attr.orig_attr.node_guid &&
+	       old.max_qp == attr.orig_attr.max_qp &&
+	       !strcmp(old.fw_ver, attr.orig_attr.fw_ver),
+	       "ibv_query_device agrees with ibv_query_device_ex");
 }
 
 static int mtu_bytes(enum ibv_mtu mtu)
@@ -178,30 +145,30 @@ static void test_port(struct ibv_device *dev, struct ibv_context *ctx)
 	int ret;
 
 	ret = ibv_query_port(ctx, 1, &pa);
-	tap(!ret, "ibv_query_port(1) (%s)", strerror(ret));
-	tap(pa.link_layer == IBV_LINK_LAYER_ETHERNET,
-	    "link layer is Ethernet (%u)", pa.link_layer);
-	tap(pa.state == IBV_PORT_ACTIVE &&
-	    !read_sysfs(dev, "ports/1/state", sysfs, sizeof(sysfs)) &&
-	    !strcmp(sysfs, "4: ACTIVE"),
-	    "port is ACTIVE (%s), as sysfs says", ibv_port_state_str(pa.state));
-	tap(pa.max_mtu >= IBV_MTU_256 && pa.max_mtu <= IBV_MTU_4096 &&
-	    pa.active_mtu >= IBV_MTU_256 && pa.active_mtu <= pa.max_mtu,
-	    "MTUs are valid (max %d, active %d)",
-	    mtu_bytes(pa.max_mtu), mtu_bytes(pa.active_mtu));
-	tap(pa.gid_tbl_len > 0 && pa.pkey_tbl_len > 0,
-	    "GID table (%d) and P_Key table (%u) are not empty",
-	    pa.gid_tbl_len, pa.pkey_tbl_len);
+	tap_ok(!ret, "ibv_query_port(1) (%s)", strerror(ret));
+	tap_ok(pa.link_layer == IBV_LINK_LAYER_ETHERNET,
+	       "link layer is Ethernet (%u)", pa.link_layer);
+	tap_ok(pa.state == IBV_PORT_ACTIVE &&
+	       !read_sysfs(dev, "ports/1/state", sysfs, sizeof(sysfs)) &&
+	       !strcmp(sysfs, "4: ACTIVE"),
+	       "port is ACTIVE (%s), as sysfs says", ibv_port_state_str(pa.state));
+	tap_ok(pa.max_mtu >= IBV_MTU_256 && pa.max_mtu <= IBV_MTU_4096 &&
+	       pa.active_mtu >= IBV_MTU_256 && pa.active_mtu <= pa.max_mtu,
+	       "MTUs are valid (max %d, active %d)",
+	       mtu_bytes(pa.max_mtu), mtu_bytes(pa.active_mtu));
+	tap_ok(pa.gid_tbl_len > 0 && pa.pkey_tbl_len > 0,
+	       "GID table (%d) and P_Key table (%u) are not empty",
+	       pa.gid_tbl_len, pa.pkey_tbl_len);
 
 	ret = ibv_query_gid(ctx, 1, 0, &gid);
 	format_gid(gidstr, sizeof(gidstr), &gid);
-	tap(!ret && (gid.global.subnet_prefix || gid.global.interface_id) &&
-	    !read_sysfs(dev, "ports/1/gids/0", sysfs, sizeof(sysfs)) &&
-	    !strcmp(sysfs, gidstr),
-	    "GID 0 %s is set and matches sysfs", gidstr);
+	tap_ok(!ret && (gid.global.subnet_prefix || gid.global.interface_id) &&
+	       !read_sysfs(dev, "ports/1/gids/0", sysfs, sizeof(sysfs)) &&
+	       !strcmp(sysfs, gidstr),
+	       "GID 0 %s is set and matches sysfs", gidstr);
 
-	tap(ibv_query_port(ctx, 0, &bad) != 0, "port 0 is rejected");
-	tap(ibv_query_port(ctx, 2, &bad) != 0, "port 2 is rejected");
+	tap_ok(ibv_query_port(ctx, 0, &bad) != 0, "port 0 is rejected");
+	tap_ok(ibv_query_port(ctx, 2, &bad) != 0, "port 2 is rejected");
 }
 
 static void test_pd(struct ibv_device *dev, struct ibv_context *ctx)
@@ -211,20 +178,20 @@ static void test_pd(struct ibv_device *dev, struct ibv_context *ctx)
 
 	pd1 = ibv_alloc_pd(ctx);
 	pd2 = ibv_alloc_pd(ctx);
-	tap(pd1 && pd2 && pd1->context == ctx && pd2->context == ctx &&
-	    pd1->handle != pd2->handle,
-	    "two PDs with distinct handles (%u, %u)",
-	    pd1 ? pd1->handle : 0, pd2 ? pd2->handle : 0);
+	tap_ok(pd1 && pd2 && pd1->context == ctx && pd2->context == ctx &&
+	       pd1->handle != pd2->handle,
+	       "two PDs with distinct handles (%u, %u)",
+	       pd1 ? pd1->handle : 0, pd2 ? pd2->handle : 0);
 
 	ctx2 = ibv_open_device(dev);
-	tap(ctx2 != NULL, "a second context opens");
+	tap_ok(ctx2 != NULL, "a second context opens");
 	pd3 = ctx2 ? ibv_alloc_pd(ctx2) : NULL;
-	tap(pd3 && pd3->context == ctx2, "a PD on the second context");
-	tap(pd3 && !ibv_dealloc_pd(pd3), "PD on the second context freed");
-	tap(ctx2 && !ibv_close_device(ctx2), "second context closed");
+	tap_ok(pd3 && pd3->context == ctx2, "a PD on the second context");
+	tap_ok(pd3 && !ibv_dealloc_pd(pd3), "PD on the second context freed");
+	tap_ok(ctx2 && !ibv_close_device(ctx2), "second context closed");
 
-	tap(pd1 && !ibv_dealloc_pd(pd1), "first PD freed");
-	tap(pd2 && !ibv_dealloc_pd(pd2), "second PD freed");
+	tap_ok(pd1 && !ibv_dealloc_pd(pd1), "first PD freed");
+	tap_ok(pd2 && !ibv_dealloc_pd(pd2), "second PD freed");
 }
 
 int main(int argc, char **argv)
@@ -241,31 +208,29 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	printf("1..25\n");
+	tap_plan(25);
 	list = ibv_get_device_list(NULL);
 	if (!list)
-		bail_out("ibv_get_device_list: %s", strerror(errno));
+		tap_bail("ibv_get_device_list: %s", strerror(errno));
 	dev = find_device(list, argv[1]);
-	tap(dev != NULL, "%s is listed by ibv_get_device_list", argv[1]);
+	tap_ok(dev != NULL, "%s is listed by ibv_get_device_list", argv[1]);
 	if (!dev)
-		bail_out("no device %s", argv[1]);
-	tap(!strcmp(provider_of(dev), "metaroce"),
-	    "%s is handled by libmetaroce (got %s)", argv[1],
-	    provider_of(dev));
+		tap_bail("no device %s", argv[1]);
+	tap_ok(!strcmp(provider_of(dev), "metaroce"),
+	       "%s is handled by libmetaroce (got %s)", argv[1],
+	       provider_of(dev));
 
 	ctx = ibv_open_device(dev);
-	tap(ctx != NULL, "ibv_open_device (%s)", ctx ? "" : strerror(errno));
+	tap_ok(ctx != NULL, "ibv_open_device (%s)", ctx ? "" : strerror(errno));
 	if (!ctx)
-		bail_out("cannot open %s", argv[1]);
+		tap_bail("cannot open %s", argv[1]);
 
 	test_device(dev, ctx);
 	test_port(dev, ctx);
 	test_pd(dev, ctx);
 
-	tap(!ibv_close_device(ctx), "ibv_close_device");
+	tap_ok(!ibv_close_device(ctx), "ibv_close_device");
 	ibv_free_device_list(list);
 
-	if (test_failed)
-		printf("# %u of %u tests failed\n", test_failed, test_num);
-	return test_failed ? 1 : 0;
+	return tap_done();
 }

@@ -26,13 +26,13 @@
 #include <dlfcn.h>
 #include <endian.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "pabi.h"
+#include "tap.h"
 
 #define NO_MIRROR SIZE_MAX
 
@@ -139,31 +139,6 @@ static const struct op_mirror mirrors[] = {
 #define NUM_MIRRORS (sizeof(mirrors) / sizeof(mirrors[0]))
 #define NUM_OPS MR_PABI_NUM_CONTEXT_OPS
 
-static unsigned int test_num;
-static unsigned int test_failed;
-
-static void tap(int ok, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %u - ", ok ? "ok" : "not ok", ++test_num);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!ok)
-		test_failed++;
-}
-
-static void bail_out(const char *why)
-{
-	printf("Bail out! %s\n", why);
-	exit(1);
-}
-
 /* The table above covers every slot of our verbs_context_ops exactly once. */
 static int mirrors_cover_ops(void)
 {
@@ -232,17 +207,17 @@ static void check_sysfs_readers(struct verbs_device *vdev, const char *dir)
 	char buf[64] = "";
 	int len;
 
-	tap(ibv_get_device_index(&vdev->device) == PROBE_IDX,
-	    "ibv_get_device_index reads verbs_device.sysfs->ibdev_idx");
-	tap(ibv_get_device_guid(&vdev->device) == htobe64(PROBE_GUID),
-	    "ibv_get_device_guid reads verbs_sysfs_dev.flags and .node_guid");
+	tap_ok(ibv_get_device_index(&vdev->device) == PROBE_IDX,
+	       "ibv_get_device_index reads verbs_device.sysfs->ibdev_idx");
+	tap_ok(ibv_get_device_guid(&vdev->device) == htobe64(PROBE_GUID),
+	       "ibv_get_device_guid reads verbs_sysfs_dev.flags and .node_guid");
 	len = ibv_read_ibdev_sysfs_file(buf, sizeof(buf), vdev->sysfs, "%s",
 					"probe");
-	tap(len == (int)strlen(PROBE_TEXT) && !strcmp(buf, PROBE_TEXT),
-	    "ibv_read_ibdev_sysfs_file reads verbs_sysfs_dev.ibdev_path (%s)",
-	    dir);
-	if (test_failed)
-		bail_out("verbs_device / verbs_sysfs_dev layout is wrong");
+	tap_ok(len == (int)strlen(PROBE_TEXT) && !strcmp(buf, PROBE_TEXT),
+	       "ibv_read_ibdev_sysfs_file reads verbs_sysfs_dev.ibdev_path (%s)",
+	       dir);
+	if (tap_fail)
+		tap_bail("verbs_device / verbs_sysfs_dev layout is wrong");
 }
 
 static void check_set_ops(struct verbs_context *vctx)
@@ -254,7 +229,7 @@ static void check_set_ops(struct verbs_context *vctx)
 
 	pops = calloc(1, sizeof(*pops));
 	if (!pops)
-		bail_out("out of memory");
+		tap_bail("out of memory");
 	for (i = 0; i < NUM_OPS; i++) {
 		void *s = sentinel(i);
 
@@ -270,9 +245,9 @@ static void check_set_ops(struct verbs_context *vctx)
 			continue;
 		slot = mirrors[i].ops_off / sizeof(void *);
 		memcpy(&got, (char *)vctx + mirrors[i].pub_off, sizeof(got));
-		tap(got == sentinel(slot),
-		    "verbs_context_ops.%s is entry %zu as libibverbs sees it",
-		    mirrors[i].name, slot);
+		tap_ok(got == sentinel(slot),
+		       "verbs_context_ops.%s is entry %zu as libibverbs sees it",
+		       mirrors[i].name, slot);
 	}
 
 	/*
@@ -284,10 +259,10 @@ static void check_set_ops(struct verbs_context *vctx)
 		;
 	for (i = 0; base < 8 && i < NUM_OPS && priv[base + i] == sentinel(i); i++)
 		;
-	tap(base < 8 && i == NUM_OPS &&
-	    priv[base + NUM_OPS] != (void *)(uintptr_t)CANARY,
-	    "libibverbs copies exactly %u ops entries (matched %zu)",
-	    NUM_OPS, base < 8 ? i : 0);
+	tap_ok(base < 8 && i == NUM_OPS &&
+	       priv[base + NUM_OPS] != (void *)(uintptr_t)CANARY,
+	       "libibverbs copies exactly %u ops entries (matched %zu)",
+	       NUM_OPS, base < 8 ? i : 0);
 	free(pops);
 }
 
@@ -305,19 +280,19 @@ static void check_qp_to_qp_ex(void)
 
 	pq = malloc(sizeof(*pq));
 	if (!pq)
-		bail_out("out of memory");
+		tap_bail("out of memory");
 
 	/* Only comp_mask says "extended"; everything around it says not. */
 	memset(pq, 0, sizeof(*pq));
 	pq->vqp.comp_mask = VERBS_QP_EX;
-	tap(ibv_qp_to_qp_ex(&pq->vqp.qp) == &pq->vqp.qp_ex,
-	    "ibv_qp_to_qp_ex reads verbs_qp.comp_mask (VERBS_QP_EX set)");
+	tap_ok(ibv_qp_to_qp_ex(&pq->vqp.qp) == &pq->vqp.qp_ex,
+	       "ibv_qp_to_qp_ex reads verbs_qp.comp_mask (VERBS_QP_EX set)");
 
 	/* And the other way round. */
 	memset(pq, 0xff, sizeof(*pq));
 	pq->vqp.comp_mask = VERBS_QP_XRCD;
-	tap(ibv_qp_to_qp_ex(&pq->vqp.qp) == NULL,
-	    "ibv_qp_to_qp_ex reads verbs_qp.comp_mask (VERBS_QP_EX clear)");
+	tap_ok(ibv_qp_to_qp_ex(&pq->vqp.qp) == NULL,
+	       "ibv_qp_to_qp_ex reads verbs_qp.comp_mask (VERBS_QP_EX clear)");
 	free(pq);
 }
 
@@ -352,7 +327,7 @@ static void check_mr(struct verbs_context *vctx)
 
 	pm = malloc(sizeof(*pm));
 	if (!pm)
-		bail_out("out of memory");
+		tap_bail("out of memory");
 	verbs_set_ops(vctx, &mr_ops);
 
 	/*
@@ -366,10 +341,10 @@ static void check_mr(struct verbs_context *vctx)
 	errno = 0;
 	ret = ibv_rereg_mr(&pm->vmr.ibv_mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
 			   NULL, 0, IBV_ACCESS_LOCAL_WRITE);
-	tap(ret == IBV_REREG_MR_ERR_INPUT && errno == EINVAL &&
-	    !rereg_called_with,
-	    "ibv_rereg_mr reads verbs_mr.mr_type (IBV_MR_TYPE_NULL_MR refused: %d)",
-	    ret);
+	tap_ok(ret == IBV_REREG_MR_ERR_INPUT && errno == EINVAL &&
+	       !rereg_called_with,
+	       "ibv_rereg_mr reads verbs_mr.mr_type (IBV_MR_TYPE_NULL_MR refused: %d)",
+	       ret);
 
 	/* A plain MR surrounded by words that do not read as one is taken. */
 	memset(pm, 0x5a, sizeof(*pm));
@@ -378,12 +353,12 @@ static void check_mr(struct verbs_context *vctx)
 	pm->vmr.access = IBV_ACCESS_ON_DEMAND;	/* no fork bookkeeping */
 	ret = ibv_rereg_mr(&pm->vmr.ibv_mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
 			   NULL, 0, IBV_ACCESS_LOCAL_WRITE);
-	tap(ret == 0 && rereg_called_with == &pm->vmr,
-	    "ibv_rereg_mr reads verbs_mr.mr_type and hands ops->rereg_mr the verbs_mr");
+	tap_ok(ret == 0 && rereg_called_with == &pm->vmr,
+	       "ibv_rereg_mr reads verbs_mr.mr_type and hands ops->rereg_mr the verbs_mr");
 
 	ret = ibv_dereg_mr(&pm->vmr.ibv_mr);
-	tap(ret == 0 && dereg_called_with == &pm->vmr,
-	    "ibv_dereg_mr hands ops->dereg_mr the verbs_mr");
+	tap_ok(ret == 0 && dereg_called_with == &pm->vmr,
+	       "ibv_dereg_mr hands ops->dereg_mr the verbs_mr");
 	free(pm);
 }
 
@@ -402,31 +377,31 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	printf("1..%zu\n", 14 + num_public_mirrors());
+	tap_plan((int)(14 + num_public_mirrors()));
 
 	/* 1: the provider resolves against this library (symbol versions). */
 	handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-	tap(handle != NULL, "dlopen(%s, RTLD_NOW) %s", argv[1],
-	    handle ? "" : dlerror());
+	tap_ok(handle != NULL, "dlopen(%s, RTLD_NOW) %s", argv[1],
+	       handle ? "" : dlerror());
 
-	tap(mirrors_cover_ops(),
-	    "the probe's table covers all %u verbs_context_ops entries",
-	    NUM_OPS);
+	tap_ok(mirrors_cover_ops(),
+	       "the probe's table covers all %u verbs_context_ops entries",
+	       NUM_OPS);
 
 	/* A fake device with a fake sysfs record. */
 	if (!mkdtemp(dir))
-		bail_out("mkdtemp failed");
+		tap_bail("mkdtemp failed");
 	snprintf(path, sizeof(path), "%s/probe", dir);
 	f = fopen(path, "w");
 	if (!f || fprintf(f, "%s\n", PROBE_TEXT) < 0 || fclose(f))
-		bail_out("cannot write the probe file");
+		tap_bail("cannot write the probe file");
 
 	vdev = calloc(1, sizeof(*vdev));
 	if (!vdev)
-		bail_out("out of memory");
+		tap_bail("out of memory");
 	vdev->sysfs = calloc(1, sizeof(*vdev->sysfs));
 	if (!vdev->sysfs)
-		bail_out("out of memory");
+		tap_bail("out of memory");
 	vdev->ops = &probe_dev_ops;
 	atomic_init(&vdev->refcount, 0);
 	vdev->sysfs->ibdev_idx = PROBE_IDX;
@@ -443,17 +418,17 @@ int main(int argc, char **argv)
 		(struct verbs_context *)offsetof(struct probe_ctx, vctx),
 		RDMA_DRIVER_UNKNOWN);
 	if (!pctx)
-		bail_out("_verbs_init_and_alloc_context failed");
+		tap_bail("_verbs_init_and_alloc_context failed");
 	vctx = &pctx->vctx;
-	tap(pctx->canary == 0 && vctx->sz == sizeof(*vctx) && vctx->priv &&
-	    vctx->context.device == &vdev->device &&
-	    vctx->context.cmd_fd == -1 && vctx->context.async_fd == -1 &&
-	    vctx->context.abi_compat == __VERBS_ABI_IS_EXTENDED,
-	    "_verbs_init_and_alloc_context initialises the verbs_context at context_offset");
-	tap(atomic_load(&vdev->refcount) == 1,
-	    "_verbs_init_and_alloc_context takes a reference in verbs_device.refcount");
-	if (test_failed)
-		bail_out("verbs_context / verbs_device layout is wrong");
+	tap_ok(pctx->canary == 0 && vctx->sz == sizeof(*vctx) && vctx->priv &&
+	       vctx->context.device == &vdev->device &&
+	       vctx->context.cmd_fd == -1 && vctx->context.async_fd == -1 &&
+	       vctx->context.abi_compat == __VERBS_ABI_IS_EXTENDED,
+	       "_verbs_init_and_alloc_context initialises the verbs_context at context_offset");
+	tap_ok(atomic_load(&vdev->refcount) == 1,
+	       "_verbs_init_and_alloc_context takes a reference in verbs_device.refcount");
+	if (tap_fail)
+		tap_bail("verbs_context / verbs_device layout is wrong");
 
 	check_set_ops(vctx);
 	check_qp_to_qp_ex();
@@ -461,8 +436,8 @@ int main(int argc, char **argv)
 
 	/* Dropping the last reference frees sysfs and calls uninit_device. */
 	verbs_uninit_context(vctx);
-	tap(uninit_called_with == vdev && atomic_load(&vdev->refcount) == 0,
-	    "verbs_uninit_context drops the reference and calls verbs_device.ops->uninit_device");
+	tap_ok(uninit_called_with == vdev && atomic_load(&vdev->refcount) == 0,
+	       "verbs_uninit_context drops the reference and calls verbs_device.ops->uninit_device");
 	free(pctx);
 	free(vdev);
 
@@ -470,7 +445,5 @@ int main(int argc, char **argv)
 	rmdir(dir);
 	/* The provider stays loaded: libibverbs keeps a pointer to its ops. */
 
-	if (test_failed)
-		printf("# %u of %u tests failed\n", test_failed, test_num);
-	return test_failed ? 1 : 0;
+	return tap_done();
 }

@@ -13,28 +13,11 @@
 #include "qp.c"
 #include "rq.c"
 
-#include <stdarg.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <stdio.h>
 
-static unsigned int test_num, test_failed;
-
-static void tap(bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void tap(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %u - ", ok ? "ok" : "not ok", ++test_num);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!ok)
-		test_failed++;
-}
+#include "tap.h"
 
 /* --- the fake kernel ---------------------------------------------------- */
 
@@ -247,60 +230,60 @@ static void test_post_send(void)
 	make_sends(wr, 100);
 	k_reset();
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(!ret && k.calls == 4 && k.per_call[0] == 32 &&
-	    k.per_call[3] == 4 && ids_in_order(100),
-	    "100 sends go in 4 commands (32 + 32 + 32 + 4), in order (%d, %u calls)",
-	    ret, k.calls);
-	tap(k.r[99].wr.sg_list == sges + 99 &&
-	    k.r[99].sge[0].addr == (uintptr_t)&mem[99],
-	    "the commands carry the caller's SGEs");
-	tap(wr[31].next == &wr[32] && wr[99].next == NULL,
-	    "the caller's list is left as it was");
+	tap_ok(!ret && k.calls == 4 && k.per_call[0] == 32 &&
+	       k.per_call[3] == 4 && ids_in_order(100),
+	       "100 sends go in 4 commands (32 + 32 + 32 + 4), in order (%d, %u calls)",
+	       ret, k.calls);
+	tap_ok(k.r[99].wr.sg_list == sges + 99 &&
+	       k.r[99].sge[0].addr == (uintptr_t)&mem[99],
+	       "the commands carry the caller's SGEs");
+	tap_ok(wr[31].next == &wr[32] && wr[99].next == NULL,
+	       "the caller's list is left as it was");
 
 	make_sends(wr, 50);
 	wr[40].num_sge = 3;
 	k_reset();
 	bad = NULL;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == &wr[40] && ids_in_order(40),
-	    "WR 40 with 3 SGEs of 2: EINVAL, bad_wr is it, 0..39 posted (%d, %u posted)",
-	    ret, k.n);
+	tap_ok(ret == EINVAL && bad == &wr[40] && ids_in_order(40),
+	       "WR 40 with 3 SGEs of 2: EINVAL, bad_wr is it, 0..39 posted (%d, %u posted)",
+	       ret, k.n);
 
 	make_sends(wr, 50);
 	wr[7].num_sge = -1;
 	k_reset();
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == &wr[7] && ids_in_order(7),
-	    "WR 7 with -1 SGEs: EINVAL, bad_wr is it (%d)", ret);
+	tap_ok(ret == EINVAL && bad == &wr[7] && ids_in_order(7),
+	       "WR 7 with -1 SGEs: EINVAL, bad_wr is it (%d)", ret);
 
 	make_sends(wr, 50);
 	wr[0].sg_list = NULL;
 	k_reset();
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == &wr[0] && k.calls == 0,
-	    "WR 0 with SGEs but no sg_list: EINVAL, nothing sent (%d)", ret);
+	tap_ok(ret == EINVAL && bad == &wr[0] && k.calls == 0,
+	       "WR 0 with SGEs but no sg_list: EINVAL, nothing sent (%d)", ret);
 
 	make_sends(wr, 50);
 	k_reset();
 	k.refuse_at = 35;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == ENOMEM && bad == &wr[35] && ids_in_order(35),
-	    "the kernel refuses WR 35: its error, bad_wr is WR 35, 0..34 posted (%d)",
-	    ret);
+	tap_ok(ret == ENOMEM && bad == &wr[35] && ids_in_order(35),
+	       "the kernel refuses WR 35: its error, bad_wr is WR 35, 0..34 posted (%d)",
+	       ret);
 
 	make_sends(wr, 50);
 	k_reset();
 	k.refuse_at = 32;
 	k.refuse_err = EINVAL;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == &wr[32] && ids_in_order(32) &&
-	    k.calls == 2,
-	    "the kernel refuses the first WR of the second command: bad_wr is WR 32 (%d)",
-	    ret);
+	tap_ok(ret == EINVAL && bad == &wr[32] && ids_in_order(32) &&
+	       k.calls == 2,
+	       "the kernel refuses the first WR of the second command: bad_wr is WR 32 (%d)",
+	       ret);
 
 	k_reset();
 	ret = mr_post_send(&qp->vqp.qp, NULL, &bad);
-	tap(!ret && !k.calls, "an empty list: nothing to do");
+	tap_ok(!ret && !k.calls, "an empty list: nothing to do");
 	free(qp);
 
 	/* UD: address handles. */
@@ -309,14 +292,14 @@ static void test_post_send(void)
 	wr[1].wr.ud.ah = NULL;
 	k_reset();
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == &wr[1] && ids_in_order(1),
-	    "UD: a WR without an AH: EINVAL, bad_wr is it (%d)", ret);
+	tap_ok(ret == EINVAL && bad == &wr[1] && ids_in_order(1),
+	       "UD: a WR without an AH: EINVAL, bad_wr is it (%d)", ret);
 	make_sends(wr, 3);
 	wr[2].wr.ud.ah = &other_ah;
 	k_reset();
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == &wr[2] && ids_in_order(2),
-	    "UD: an AH of another context: EINVAL, bad_wr is it (%d)", ret);
+	tap_ok(ret == EINVAL && bad == &wr[2] && ids_in_order(2),
+	       "UD: an AH of another context: EINVAL, bad_wr is it (%d)", ret);
 	free(qp);
 }
 
@@ -340,33 +323,33 @@ static void test_post_recv(void)
 	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
 	for (i = 0; i < k.nrecv; i++)
 		order &= k.recv_ids[i] == i;
-	tap(!ret && k.calls == 3 && k.nrecv == 70 && order,
-	    "70 receives go in 3 commands, in order (%d)", ret);
+	tap_ok(!ret && k.calls == 3 && k.nrecv == 70 && order,
+	       "70 receives go in 3 commands, in order (%d)", ret);
 
 	wr[65].num_sge = 3;
 	k_reset();
 	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == &wr[65] && k.nrecv == 65,
-	    "receive 65 with 3 SGEs of 2: EINVAL, bad_wr is it, 65 posted (%d, %u)",
-	    ret, k.nrecv);
+	tap_ok(ret == EINVAL && bad == &wr[65] && k.nrecv == 65,
+	       "receive 65 with 3 SGEs of 2: EINVAL, bad_wr is it, 65 posted (%d, %u)",
+	       ret, k.nrecv);
 	wr[65].num_sge = 2;
 
 	k_reset();
 	k.refuse_at = 10;
 	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
-	tap(ret == ENOMEM && bad == &wr[10] && k.nrecv == 10,
-	    "the kernel refuses receive 10: bad_wr is it (%d)", ret);
+	tap_ok(ret == ENOMEM && bad == &wr[10] && k.nrecv == 10,
+	       "the kernel refuses receive 10: bad_wr is it (%d)", ret);
 
 	qp->vqp.qp.srq = &srq;
 	k_reset();
 	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == &wr[0] && !k.calls,
-	    "a QP with an SRQ takes no receives (%d)", ret);
+	tap_ok(ret == EINVAL && bad == &wr[0] && !k.calls,
+	       "a QP with an SRQ takes no receives (%d)", ret);
 
 	k_reset();
 	ret = mr_post_recv_list(fake_post_recv, NULL, 1, wr, &bad);
-	tap(ret == EINVAL && bad == &wr[0] && !k.calls,
-	    "the SRQ path checks against the SRQ's max_sge (%d)", ret);
+	tap_ok(ret == EINVAL && bad == &wr[0] && !k.calls,
+	       "the SRQ path checks against the SRQ's max_sge (%d)", ret);
 	free(qp);
 }
 
@@ -409,31 +392,31 @@ static void test_wr_api(void)
 	memset(data, 0, sizeof(data));
 	ret = ibv_wr_complete(qpx);
 
-	tap(!ret && k.calls == 1 && k.n == 4, "4 work requests, one command (%d)",
-	    ret);
-	tap(k.r[0].wr.opcode == IBV_WR_SEND && k.r[0].wr.wr_id == 1 &&
-	    k.r[0].wr.send_flags == IBV_SEND_SIGNALED &&
-	    k.r[0].wr.num_sge == 2 && k.r[0].sge[1].addr == 4 &&
-	    k.r[0].sge[1].length == 5 && k.r[0].sge[1].lkey == 6,
-	    "wr_send + wr_set_sge_list");
-	tap(k.r[1].wr.opcode == IBV_WR_RDMA_WRITE && k.r[1].wr.wr_id == 2 &&
-	    k.r[1].wr.wr.rdma.rkey == 0x55 &&
-	    k.r[1].wr.wr.rdma.remote_addr == 0x1000 &&
-	    k.r[1].wr.send_flags == IBV_SEND_INLINE &&
-	    k.r[1].wr.num_sge == 1 && k.r[1].sge[0].length == 40 &&
-	    !memcmp(k.r[1].inl, want, 40),
-	    "wr_rdma_write + wr_set_inline_data: copied at the call");
-	tap(k.r[2].wr.opcode == IBV_WR_SEND_WITH_IMM &&
-	    k.r[2].wr.imm_data == htobe32(0xabcd) &&
-	    k.r[2].wr.send_flags == IBV_SEND_INLINE &&
-	    k.r[2].sge[0].length == 30 && !memcmp(k.r[2].inl, want, 30),
-	    "wr_send_imm + wr_set_inline_data_list");
-	tap(k.r[3].wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD &&
-	    k.r[3].wr.wr.atomic.rkey == 0x66 &&
-	    k.r[3].wr.wr.atomic.remote_addr == 0x2000 &&
-	    k.r[3].wr.wr.atomic.compare_add == 9 && k.r[3].wr.num_sge == 1 &&
-	    k.r[3].sge[0].lkey == 0x77 && k.r[3].sge[0].addr == 0x3000,
-	    "wr_atomic_fetch_add + wr_set_sge");
+	tap_ok(!ret && k.calls == 1 && k.n == 4, "4 work requests, one command (%d)",
+	       ret);
+	tap_ok(k.r[0].wr.opcode == IBV_WR_SEND && k.r[0].wr.wr_id == 1 &&
+	       k.r[0].wr.send_flags == IBV_SEND_SIGNALED &&
+	       k.r[0].wr.num_sge == 2 && k.r[0].sge[1].addr == 4 &&
+	       k.r[0].sge[1].length == 5 && k.r[0].sge[1].lkey == 6,
+	       "wr_send + wr_set_sge_list");
+	tap_ok(k.r[1].wr.opcode == IBV_WR_RDMA_WRITE && k.r[1].wr.wr_id == 2 &&
+	       k.r[1].wr.wr.rdma.rkey == 0x55 &&
+	       k.r[1].wr.wr.rdma.remote_addr == 0x1000 &&
+	       k.r[1].wr.send_flags == IBV_SEND_INLINE &&
+	       k.r[1].wr.num_sge == 1 && k.r[1].sge[0].length == 40 &&
+	       !memcmp(k.r[1].inl, want, 40),
+	       "wr_rdma_write + wr_set_inline_data: copied at the call");
+	tap_ok(k.r[2].wr.opcode == IBV_WR_SEND_WITH_IMM &&
+	       k.r[2].wr.imm_data == htobe32(0xabcd) &&
+	       k.r[2].wr.send_flags == IBV_SEND_INLINE &&
+	       k.r[2].sge[0].length == 30 && !memcmp(k.r[2].inl, want, 30),
+	       "wr_send_imm + wr_set_inline_data_list");
+	tap_ok(k.r[3].wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD &&
+	       k.r[3].wr.wr.atomic.rkey == 0x66 &&
+	       k.r[3].wr.wr.atomic.remote_addr == 0x2000 &&
+	       k.r[3].wr.wr.atomic.compare_add == 9 && k.r[3].wr.num_sge == 1 &&
+	       k.r[3].sge[0].lkey == 0x77 && k.r[3].sge[0].addr == 0x3000,
+	       "wr_atomic_fetch_add + wr_set_sge");
 
 	/* An op the QP was not created with fails the whole list. */
 	k_reset();
@@ -443,45 +426,45 @@ static void test_wr_api(void)
 	ibv_wr_rdma_read(qpx, 1, 2);
 	ibv_wr_set_sge(qpx, 1, 2, 3);
 	ret = ibv_wr_complete(qpx);
-	tap(ret == EINVAL && !k.calls,
-	    "an op outside send_ops_flags: EINVAL, nothing posted (%d)", ret);
+	tap_ok(ret == EINVAL && !k.calls,
+	       "an op outside send_ops_flags: EINVAL, nothing posted (%d)", ret);
 
 	k_reset();
 	ibv_wr_start(qpx);
 	ibv_wr_send(qpx);
 	ibv_wr_set_sge(qpx, 1, 2, 3);
 	ret = ibv_wr_complete(qpx);
-	tap(!ret && k.n == 1, "... and the next list is fine (%d)", ret);
+	tap_ok(!ret && k.n == 1, "... and the next list is fine (%d)", ret);
 
 	k_reset();
 	ibv_wr_start(qpx);
 	ibv_wr_set_sge(qpx, 1, 2, 3);
 	ret = ibv_wr_complete(qpx);
-	tap(ret == EINVAL && !k.calls,
-	    "wr_set_sge before any work request: EINVAL (%d)", ret);
+	tap_ok(ret == EINVAL && !k.calls,
+	       "wr_set_sge before any work request: EINVAL (%d)", ret);
 
 	k_reset();
 	ibv_wr_start(qpx);
 	ibv_wr_send(qpx);
 	ibv_wr_set_inline_data(qpx, data, 65);
 	ret = ibv_wr_complete(qpx);
-	tap(ret == EINVAL && !k.calls,
-	    "65 bytes of inline data with max_inline 64: EINVAL (%d)", ret);
+	tap_ok(ret == EINVAL && !k.calls,
+	       "65 bytes of inline data with max_inline 64: EINVAL (%d)", ret);
 
 	k_reset();
 	ibv_wr_start(qpx);
 	ibv_wr_send(qpx);
 	ibv_wr_set_sge_list(qpx, 3, sges);
 	ret = ibv_wr_complete(qpx);
-	tap(ret == EINVAL && !k.calls,
-	    "3 SGEs with max_send_sge 2: EINVAL (%d)", ret);
+	tap_ok(ret == EINVAL && !k.calls,
+	       "3 SGEs with max_send_sge 2: EINVAL (%d)", ret);
 
 	k_reset();
 	ibv_wr_start(qpx);
 	ibv_wr_bind_mw(qpx, NULL, 0, NULL);
 	ret = ibv_wr_complete(qpx);
-	tap(ret == EOPNOTSUPP && !k.calls,
-	    "wr_bind_mw: EOPNOTSUPP at wr_complete (%d)", ret);
+	tap_ok(ret == EOPNOTSUPP && !k.calls,
+	       "wr_bind_mw: EOPNOTSUPP at wr_complete (%d)", ret);
 
 	k_reset();
 	ibv_wr_start(qpx);
@@ -490,7 +473,7 @@ static void test_wr_api(void)
 	ibv_wr_abort(qpx);
 	ibv_wr_start(qpx);
 	ret = ibv_wr_complete(qpx);
-	tap(!ret && !k.calls, "wr_abort drops the list (%d)", ret);
+	tap_ok(!ret && !k.calls, "wr_abort drops the list (%d)", ret);
 
 	/* Growth: 64 work requests of distinct data move the arrays. */
 	k_reset();
@@ -511,9 +494,9 @@ static void test_wr_api(void)
 		    (i % 2 ? k.r[i].sge[0].lkey != (uint32_t)i :
 			     k.r[i].inl[0] != (uint8_t)i))
 			break;
-	tap(!ret && k.n == 64 && i == 64,
-	    "64 work requests (max_send_wr) across array growth (%d, %u, %d)",
-	    ret, k.n, i);
+	tap_ok(!ret && k.n == 64 && i == 64,
+	       "64 work requests (max_send_wr) across array growth (%d, %u, %d)",
+	       ret, k.n, i);
 
 	k_reset();
 	ibv_wr_start(qpx);
@@ -522,8 +505,8 @@ static void test_wr_api(void)
 		ibv_wr_set_sge(qpx, 1, 2, 3);
 	}
 	ret = ibv_wr_complete(qpx);
-	tap(ret == ENOMEM && !k.calls,
-	    "65 work requests with max_send_wr 64: ENOMEM (%d)", ret);
+	tap_ok(ret == ENOMEM && !k.calls,
+	       "65 work requests with max_send_wr 64: ENOMEM (%d)", ret);
 
 	k_reset();
 	k.refuse_at = 2;
@@ -533,9 +516,9 @@ static void test_wr_api(void)
 		ibv_wr_set_sge(qpx, 1, 2, 3);
 	}
 	ret = ibv_wr_complete(qpx);
-	tap(ret == ENOMEM && k.n == 2,
-	    "the kernel refuses WR 2 of 4: wr_complete returns its error (%d)",
-	    ret);
+	tap_ok(ret == ENOMEM && k.n == 2,
+	       "the kernel refuses WR 2 of 4: wr_complete returns its error (%d)",
+	       ret);
 	mr_qp_free(qp);
 
 	qp = make_qp(IBV_QPT_UD, IBV_QP_EX_WITH_SEND);
@@ -546,17 +529,17 @@ static void test_wr_api(void)
 	ibv_wr_set_ud_addr(qpx, &ah, 77, 0x1234);
 	ibv_wr_set_sge(qpx, 1, 2, 3);
 	ret = ibv_wr_complete(qpx);
-	tap(!ret && k.n == 1 && k.r[0].wr.wr.ud.ah == &ah &&
-	    k.r[0].wr.wr.ud.remote_qpn == 77 &&
-	    k.r[0].wr.wr.ud.remote_qkey == 0x1234,
-	    "UD: wr_set_ud_addr (%d)", ret);
+	tap_ok(!ret && k.n == 1 && k.r[0].wr.wr.ud.ah == &ah &&
+	       k.r[0].wr.wr.ud.remote_qpn == 77 &&
+	       k.r[0].wr.wr.ud.remote_qkey == 0x1234,
+	       "UD: wr_set_ud_addr (%d)", ret);
 	k_reset();
 	ibv_wr_start(qpx);
 	ibv_wr_send(qpx);
 	ibv_wr_set_sge(qpx, 1, 2, 3);
 	ret = ibv_wr_complete(qpx);
-	tap(ret == EINVAL && !k.calls,
-	    "UD: a send without wr_set_ud_addr: EINVAL (%d)", ret);
+	tap_ok(ret == EINVAL && !k.calls,
+	       "UD: a send without wr_set_ud_addr: EINVAL (%d)", ret);
 	mr_qp_free(qp);
 }
 
@@ -612,17 +595,17 @@ static void test_ring_post(void)
 		      w->num_sge == 1 && sge->addr == (uintptr_t)&mem[i] &&
 		      sge->length == 1 && sge->lkey == 7;
 	}
-	tap(!ret && ok && qp->sq_ring->producer == 5 && k.calls == 0,
-	    "ring: 5 sends in their slots, producer 5, no command (%u)",
-	    k.calls);
+	tap_ok(!ret && ok && qp->sq_ring->producer == 5 && k.calls == 0,
+	       "ring: 5 sends in their slots, producer 5, no command (%u)",
+	       k.calls);
 
 	qp->sq_ring->flags = METAROCE_SQ_NEED_WAKEUP;
 	make_sends(wr, 3);
 	qp->sq_last_post = mr_now_ns();
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(!ret && k.calls == 1 && k.per_call[0] == 0 &&
-	    qp->sq_ring->producer == 8,
-	    "ring: the kernel asks for a wakeup: one doorbell, with no work request");
+	tap_ok(!ret && k.calls == 1 && k.per_call[0] == 0 &&
+	       qp->sq_ring->producer == 8,
+	       "ring: the kernel asks for a wakeup: one doorbell, with no work request");
 	qp->sq_ring->flags = 0;
 
 	/*
@@ -633,13 +616,13 @@ static void test_ring_post(void)
 	qp->sq_gap = 2 * MR_RING_PAUSE_NS;
 	qp->sq_last_post = mr_now_ns() - 2 * MR_RING_PAUSE_NS;
 	mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(k.calls == 1, "ring: 8 outstanding, a slow poster: no doorbell (%u)",
-	    k.calls - 1);
+	tap_ok(k.calls == 1, "ring: 8 outstanding, a slow poster: no doorbell (%u)",
+	       k.calls - 1);
 	qp->sq_ring->retired = qp->sq_ring->producer;
 	qp->sq_last_post = mr_now_ns() - 2 * MR_RING_PAUSE_NS;
 	mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(k.calls == 2, "ring: none outstanding, a slow poster: a doorbell (%u)",
-	    k.calls - 1);
+	tap_ok(k.calls == 2, "ring: none outstanding, a slow poster: a doorbell (%u)",
+	       k.calls - 1);
 	qp->sq_gap = 0;
 	qp->sq_ring->retired = 0;
 
@@ -647,14 +630,14 @@ static void test_ring_post(void)
 	make_sends(wr, 60);
 	bad = NULL;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == ENOMEM && bad == &wr[54] && qp->sq_ring->producer == 64,
-	    "ring: 64 outstanding, the 55th of 60 gets ENOMEM (%d, bad %ld)",
-	    ret, bad ? (long)(bad - wr) : -1L);
+	tap_ok(ret == ENOMEM && bad == &wr[54] && qp->sq_ring->producer == 64,
+	       "ring: 64 outstanding, the 55th of 60 gets ENOMEM (%d, bad %ld)",
+	       ret, bad ? (long)(bad - wr) : -1L);
 	qp->sq_ring->retired = 10;
 	make_sends(wr, 10);
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(!ret && qp->sq_ring->producer == 74 && slot_of(qp, 73)->wr_id == 9,
-	    "ring: 10 retired, 10 more fit");
+	tap_ok(!ret && qp->sq_ring->producer == 74 && slot_of(qp, 73)->wr_id == 9,
+	       "ring: 10 retired, 10 more fit");
 
 	/* Checks: the WRs before a bad one are published. */
 	qp->sq_ring->retired = 74;
@@ -662,20 +645,20 @@ static void test_ring_post(void)
 	wr[1].num_sge = 3;
 	bad = NULL;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == &wr[1] && qp->sq_ring->producer == 75,
-	    "ring: 3 SGEs over max_send_sge 2: EINVAL, the one before posted");
+	tap_ok(ret == EINVAL && bad == &wr[1] && qp->sq_ring->producer == 75,
+	       "ring: 3 SGEs over max_send_sge 2: EINVAL, the one before posted");
 	make_sends(wr, 1);
 	wr[0].opcode = IBV_WR_LOCAL_INV;
-	tap(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL && bad == wr,
-	    "ring: LOCAL_INV (not taken from userspace): EINVAL");
+	tap_ok(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL && bad == wr,
+	       "ring: LOCAL_INV (not taken from userspace): EINVAL");
 	wr[0].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 	wr[0].wr.atomic.remote_addr = 0x1000;
-	tap(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
-	    "ring: an atomic of 1 byte: EINVAL");
+	tap_ok(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
+	       "ring: an atomic of 1 byte: EINVAL");
 	sges[0].length = 8;
 	wr[0].wr.atomic.remote_addr = 0x1004;
-	tap(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
-	    "ring: an atomic at a misaligned address: EINVAL");
+	tap_ok(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
+	       "ring: an atomic at a misaligned address: EINVAL");
 	wr[0].wr.atomic.remote_addr = 0x1008;
 	wr[0].wr.atomic.rkey = 0x55;
 	wr[0].wr.atomic.compare_add = 3;
@@ -683,10 +666,10 @@ static void test_ring_post(void)
 	wr[0].opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
 	w = slot_of(qp, 75);
-	tap(!ret && w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP &&
-	    w->remote_addr == 0x1008 && w->rkey == 0x55 &&
-	    w->compare_add == 3 && w->swap == 4,
-	    "ring: compare and swap: every field");
+	tap_ok(!ret && w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP &&
+	       w->remote_addr == 0x1008 && w->rkey == 0x55 &&
+	       w->compare_add == 3 && w->swap == 4,
+	       "ring: compare and swap: every field");
 
 	/* RDMA WRITE with immediate, inline. */
 	memcpy(mem, "0123456789abcdef", 16);
@@ -700,34 +683,34 @@ static void test_ring_post(void)
 	wr[0].wr.rdma.rkey = 0x99;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
 	w = slot_of(qp, 76);
-	tap(!ret && w->inline_len == 16 && w->num_sge == 0 &&
-	    !memcmp(w + 1, "0123456789abcdef", 16) &&
-	    w->imm == htobe32(0xabcd) && w->remote_addr == 0x7000 &&
-	    w->rkey == 0x99 &&
-	    w->send_flags == (IBV_SEND_INLINE | IBV_SEND_SIGNALED),
-	    "ring: inline RDMA WRITE with immediate: data and fields, no IP_CSUM");
+	tap_ok(!ret && w->inline_len == 16 && w->num_sge == 0 &&
+	       !memcmp(w + 1, "0123456789abcdef", 16) &&
+	       w->imm == htobe32(0xabcd) && w->remote_addr == 0x7000 &&
+	       w->rkey == 0x99 &&
+	       w->send_flags == (IBV_SEND_INLINE | IBV_SEND_SIGNALED),
+	       "ring: inline RDMA WRITE with immediate: data and fields, no IP_CSUM");
 	sges[0].length = 65;
-	tap(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
-	    "ring: 65 inline bytes over max_inline 64: EINVAL");
+	tap_ok(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
+	       "ring: 65 inline bytes over max_inline 64: EINVAL");
 
 	make_sends(wr, 1);
 	wr[0].opcode = IBV_WR_SEND_WITH_INV;
 	wr[0].invalidate_rkey = 0x1234;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(!ret && slot_of(qp, 77)->imm == 0x1234,
-	    "ring: SEND with invalidate carries the rkey");
+	tap_ok(!ret && slot_of(qp, 77)->imm == 0x1234,
+	       "ring: SEND with invalidate carries the rkey");
 
 	/* States. */
 	qp->state = IBV_QPS_INIT;
 	make_sends(wr, 1);
 	bad = NULL;
-	tap(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL && bad == wr &&
-	    qp->sq_ring->producer == 78,
-	    "ring: posting in INIT: EINVAL, nothing written");
+	tap_ok(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL && bad == wr &&
+	       qp->sq_ring->producer == 78,
+	       "ring: posting in INIT: EINVAL, nothing written");
 	qp->state = IBV_QPS_ERR;
-	tap(!mr_post_send(&qp->vqp.qp, wr, &bad) &&
-	    qp->sq_ring->producer == 79,
-	    "ring: posting in ERR is accepted (the kernel flushes it)");
+	tap_ok(!mr_post_send(&qp->vqp.qp, wr, &bad) &&
+	       qp->sq_ring->producer == 79,
+	       "ring: posting in ERR is accepted (the kernel flushes it)");
 	mr_qp_free(qp);
 
 	/* Indices that wrap around 2^32. */
@@ -739,9 +722,9 @@ static void test_ring_post(void)
 		ok &= !mr_post_send(&qp->vqp.qp, wr, &bad);
 		qp->sq_ring->retired = qp->sq_ring->producer;
 	}
-	tap(ok && qp->sq_ring->producer == (uint32_t)(UINT32_MAX - 20 + 500) &&
-	    slot_of(qp, qp->sq_ring->producer - 1)->wr_id == 49 && !k.calls,
-	    "ring: 500 work requests across 2^32, in their slots");
+	tap_ok(ok && qp->sq_ring->producer == (uint32_t)(UINT32_MAX - 20 + 500) &&
+	       slot_of(qp, qp->sq_ring->producer - 1)->wr_id == 49 && !k.calls,
+	       "ring: 500 work requests across 2^32, in their slots");
 	mr_qp_free(qp);
 }
 
@@ -766,34 +749,34 @@ static void test_ud_ring(void)
 	qp->sq_last_post = mr_now_ns();
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
 	w = slot_of(qp, 5);
-	tap(!ret && qp->sq_ring->producer == 6 && w->ud.ahn == 77 &&
-	    w->ud.remote_qpn == 0x4242 && w->ud.remote_qkey == 0x11111111 &&
-	    w->opcode == IBV_WR_SEND_WITH_IMM && w->imm == 0x12345678 &&
-	    !w->ud.reserved[0] && !w->ud.reserved[2],
-	    "UD ring: a send names its AH by number, the QP and the Q_Key");
+	tap_ok(!ret && qp->sq_ring->producer == 6 && w->ud.ahn == 77 &&
+	       w->ud.remote_qpn == 0x4242 && w->ud.remote_qkey == 0x11111111 &&
+	       w->opcode == IBV_WR_SEND_WITH_IMM && w->imm == 0x12345678 &&
+	       !w->ud.reserved[0] && !w->ud.reserved[2],
+	       "UD ring: a send names its AH by number, the QP and the Q_Key");
 
 	wr[0].wr.ud.ah = &oah.ibv_ah;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == wr && qp->sq_ring->producer == 6,
-	    "UD ring: an AH of another context: EINVAL");
+	tap_ok(ret == EINVAL && bad == wr && qp->sq_ring->producer == 6,
+	       "UD ring: an AH of another context: EINVAL");
 	wr[0].wr.ud.ah = NULL;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && qp->sq_ring->producer == 6,
-	    "UD ring: no AH: EINVAL");
+	tap_ok(ret == EINVAL && qp->sq_ring->producer == 6,
+	       "UD ring: no AH: EINVAL");
 	wr[0].wr.ud.ah = &mah.ibv_ah;
 	wr[0].opcode = IBV_WR_RDMA_WRITE;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && qp->sq_ring->producer == 6,
-	    "UD ring: an RDMA write: EINVAL");
+	tap_ok(ret == EINVAL && qp->sq_ring->producer == 6,
+	       "UD ring: an RDMA write: EINVAL");
 	wr[0].opcode = IBV_WR_SEND;
 	sges[0].length = 1025;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && qp->sq_ring->producer == 6,
-	    "UD ring: a datagram longer than the MTU: EINVAL");
+	tap_ok(ret == EINVAL && qp->sq_ring->producer == 6,
+	       "UD ring: a datagram longer than the MTU: EINVAL");
 	sges[0].length = 1024;
 	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
-	tap(!ret && qp->sq_ring->producer == 7,
-	    "UD ring: one of the MTU exactly is posted");
+	tap_ok(!ret && qp->sq_ring->producer == 7,
+	       "UD ring: one of the MTU exactly is posted");
 	mr_qp_free(qp);
 }
 
@@ -812,27 +795,27 @@ static void test_old_kernel(void)
 	k_creates = 0;
 	k_unknown_rings = METAROCE_QP_ONE_MAP;
 	qp = mr_create_qp(&pd, &ia);
-	tap(qp && k_creates == 2 &&
-	    k_masks[0] == (METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING |
+	tap_ok(qp && k_creates == 2 &&
+	       k_masks[0] == (METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING |
 			   METAROCE_QP_ONE_MAP) &&
-	    k_masks[1] == (METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING),
-	    "a kernel without one mapping for both rings: asked again for two");
+	       k_masks[1] == (METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING),
+	       "a kernel without one mapping for both rings: asked again for two");
 	if (qp)
 		mr_qp_free(to_mr_qp(qp));
 	k_creates = 0;
 	k_unknown_rings = METAROCE_QP_RQ_RING | METAROCE_QP_ONE_MAP;
 	qp = mr_create_qp(&pd, &ia);
-	tap(qp && k_creates == 3 &&
-	    k_masks[2] == METAROCE_QP_SQ_RING && !to_mr_qp(qp)->rq.ring,
-	    "a kernel without receive rings: asked again for the send ring only");
+	tap_ok(qp && k_creates == 3 &&
+	       k_masks[2] == METAROCE_QP_SQ_RING && !to_mr_qp(qp)->rq.ring,
+	       "a kernel without receive rings: asked again for the send ring only");
 	if (qp)
 		mr_qp_free(to_mr_qp(qp));
 	k_creates = 0;
 	k_unknown_rings = METAROCE_QP_RQ_RING | METAROCE_QP_SQ_RING |
 			  METAROCE_QP_ONE_MAP;
 	qp = mr_create_qp(&pd, &ia);
-	tap(qp && k_creates == 4 && k_masks[3] == 0,
-	    "a kernel without rings: asked again for none (commands)");
+	tap_ok(qp && k_creates == 4 && k_masks[3] == 0,
+	       "a kernel without rings: asked again for none (commands)");
 	if (qp)
 		mr_qp_free(to_mr_qp(qp));
 	k_unknown_rings = 0;
@@ -851,27 +834,27 @@ static void test_ring_setup(void)
 	struct ibv_qp_cap cap = { .max_recv_wr = 16, .max_recv_sge = 2 };
 
 	r.comp_mask = 0;
-	tap(!mr_qp_setup_ring(&c, qp, &r, &cap) && !qp->sq_ring && !qp->rq.ring,
-	    "setup: no ring offered: posting takes commands");
+	tap_ok(!mr_qp_setup_ring(&c, qp, &r, &cap) && !qp->sq_ring && !qp->rq.ring,
+	       "setup: no ring offered: posting takes commands");
 	r.comp_mask = METAROCE_QP_SQ_RING;
 	bad = r;
 	bad.sq_slots = 32;
-	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
-	    "setup: fewer slots than max_send_wr: EPROTO");
+	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	       "setup: fewer slots than max_send_wr: EPROTO");
 	bad = r;
 	bad.sq_slots = 96;
-	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
-	    "setup: slots not a power of two: EPROTO");
+	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	       "setup: slots not a power of two: EPROTO");
 	bad = r;
 	bad.sq_stride = 64 + 32;
-	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
-	    "setup: a slot too small for 64 inline bytes: EPROTO");
+	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	       "setup: a slot too small for 64 inline bytes: EPROTO");
 	bad = r;
 	bad.sq_mmap_size -= 8;
-	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
-	    "setup: a mapping too small for its slots: EPROTO");
-	tap(mr_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->sq_ring,
-	    "setup: a good response is mapped from the command file");
+	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	       "setup: a mapping too small for its slots: EPROTO");
+	tap_ok(mr_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->sq_ring,
+	       "setup: a good response is mapped from the command file");
 
 	r.comp_mask = METAROCE_QP_RQ_RING;
 	r.rq_slots = 16;
@@ -880,18 +863,18 @@ static void test_ring_setup(void)
 	r.rq_mmap_size = METAROCE_RQ_RING_ENTRIES + 16 * r.rq_stride;
 	bad = r;
 	bad.rq_slots = 8;
-	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
-	    "setup: a receive ring with fewer slots than max_recv_wr: EPROTO");
+	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
+	       "setup: a receive ring with fewer slots than max_recv_wr: EPROTO");
 	bad = r;
 	bad.rq_stride -= 8;
-	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
-	    "setup: a receive slot too small for 2 SGEs: EPROTO");
+	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
+	       "setup: a receive slot too small for 2 SGEs: EPROTO");
 	bad = r;
 	bad.rq_mmap_size -= 8;
-	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
-	    "setup: a receive mapping too small for its slots: EPROTO");
-	tap(mr_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->rq.ring,
-	    "setup: a good receive ring is mapped from the command file");
+	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
+	       "setup: a receive mapping too small for its slots: EPROTO");
+	tap_ok(mr_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->rq.ring,
+	       "setup: a good receive ring is mapped from the command file");
 	mr_qp_free(qp);
 }
 
@@ -921,31 +904,31 @@ static void test_ring_one_map(void)
 	r.rq_mmap_size = r.sq_mmap_size;
 	qp = make_qp(IBV_QPT_RC, 0);
 	qp->max_send_wr = 16;
-	tap(!mr_qp_setup_ring(&c, qp, &r, &cap) && qp->sq_ring &&
-	    (uint8_t *)qp->rq.ring == (uint8_t *)qp->sq_ring + r.rq_ring_offset &&
-	    !qp->rq.size && qp->rq.slots == 16,
-	    "one map: the receive ring at rq_ring_offset of the send ring's mapping, not mapped again");
+	tap_ok(!mr_qp_setup_ring(&c, qp, &r, &cap) && qp->sq_ring &&
+	       (uint8_t *)qp->rq.ring == (uint8_t *)qp->sq_ring + r.rq_ring_offset &&
+	       !qp->rq.size && qp->rq.slots == 16,
+	       "one map: the receive ring at rq_ring_offset of the send ring's mapping, not mapped again");
 	mr_qp_free(qp);
 	bad = r;
 	bad.rq_ring_offset -= 64;
 	qp = make_qp(IBV_QPT_RC, 0);
 	qp->max_send_wr = 16;
-	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
-	    "one map: a receive ring over the send ring's slots: EPROTO");
+	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	       "one map: a receive ring over the send ring's slots: EPROTO");
 	mr_qp_free(qp);
 	bad = r;
 	bad.rq_ring_offset += 8;
 	qp = make_qp(IBV_QPT_RC, 0);
 	qp->max_send_wr = 16;
-	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
-	    "one map: an offset that is not a multiple of 64: EPROTO");
+	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	       "one map: an offset that is not a multiple of 64: EPROTO");
 	mr_qp_free(qp);
 	bad = r;
 	bad.rq_ring_offset = 4096 - METAROCE_RQ_RING_ENTRIES;
 	qp = make_qp(IBV_QPT_RC, 0);
 	qp->max_send_wr = 16;
-	tap(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
-	    "one map: a receive ring that does not fit in the mapping: EPROTO");
+	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	       "one map: a receive ring that does not fit in the mapping: EPROTO");
 	mr_qp_free(qp);
 	close(fd);
 }
@@ -1000,8 +983,8 @@ static void test_rq_ring(void)
 	k_reset();
 	qp->state = IBV_QPS_RESET;
 	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
-	tap(ret == EINVAL && bad == wr && qp->rq.ring->producer == start,
-	    "receive ring: posting in RESET: EINVAL, nothing written");
+	tap_ok(ret == EINVAL && bad == wr && qp->rq.ring->producer == start,
+	       "receive ring: posting in RESET: EINVAL, nothing written");
 
 	qp->state = IBV_QPS_INIT;
 	wr[3].next = NULL;
@@ -1018,46 +1001,46 @@ static void test_rq_ring(void)
 			      sge[j].length == s[j].length &&
 			      sge[j].lkey == s[j].lkey;
 	}
-	tap(!ret && ok && qp->rq.ring->producer == start + 4 && !k.calls,
-	    "receive ring: 4 receives across 2^32 in their slots, no command");
+	tap_ok(!ret && ok && qp->rq.ring->producer == start + 4 && !k.calls,
+	       "receive ring: 4 receives across 2^32 in their slots, no command");
 
 	wr[3].next = &wr[4];
 	wr[5].num_sge = 3;
 	ret = mr_post_recv(&qp->vqp.qp, &wr[4], &bad);
-	tap(ret == EINVAL && bad == &wr[5] && qp->rq.ring->producer == start + 5,
-	    "receive ring: 3 SGEs of 2: EINVAL, bad_wr is it, the one before posted");
+	tap_ok(ret == EINVAL && bad == &wr[5] && qp->rq.ring->producer == start + 5,
+	       "receive ring: 3 SGEs of 2: EINVAL, bad_wr is it, the one before posted");
 	wr[5].num_sge = 2;
 
 	ret = mr_post_recv(&qp->vqp.qp, &wr[5], &bad);
-	tap(ret == ENOMEM && bad == &wr[6] &&
-	    qp->rq.ring->producer == start + 6 && !k.calls,
-	    "receive ring: full at max_recv_wr (6): ENOMEM, bad_wr the 7th");
+	tap_ok(ret == ENOMEM && bad == &wr[6] &&
+	       qp->rq.ring->producer == start + 6 && !k.calls,
+	       "receive ring: full at max_recv_wr (6): ENOMEM, bad_wr the 7th");
 
 	qp->rq.ring->consumer = start + 2;
 	ret = mr_post_recv(&qp->vqp.qp, &wr[6], &bad);
-	tap(ret == ENOMEM && bad == &wr[8] && qp->rq.ring->producer == start + 8,
-	    "receive ring: 2 completed, 2 more fit");
+	tap_ok(ret == ENOMEM && bad == &wr[8] && qp->rq.ring->producer == start + 8,
+	       "receive ring: 2 completed, 2 more fit");
 
 	qp->rq.ring->consumer = start + 8;
 	qp->rq.ring->flags = METAROCE_RQ_NEED_WAKEUP;
 	qp->state = IBV_QPS_ERR;
 	wr[8].next = NULL;
 	ret = mr_post_recv(&qp->vqp.qp, &wr[8], &bad);
-	tap(!ret && k.calls == 1 && !k.nrecv &&
-	    qp->rq.ring->producer == start + 9,
-	    "receive ring: the kernel asks (error state): one doorbell, no work request in it");
+	tap_ok(!ret && k.calls == 1 && !k.nrecv &&
+	       qp->rq.ring->producer == start + 9,
+	       "receive ring: the kernel asks (error state): one doorbell, no work request in it");
 
 	qp->rq.ring->flags = 0;
 	qp->state = IBV_QPS_RTS;
 	ret = mr_post_recv(&qp->vqp.qp, &wr[9], &bad);
-	tap(!ret && k.calls == 1 && qp->rq.ring->producer == start + 10,
-	    "receive ring: without the flag, no doorbell");
+	tap_ok(!ret && k.calls == 1 && qp->rq.ring->producer == start + 10,
+	       "receive ring: without the flag, no doorbell");
 	mr_qp_free(qp);
 }
 
 int main(void)
 {
-	printf("1..75\n");
+	tap_plan(80);
 	test_post_send();
 	test_post_recv();
 	test_wr_api();
@@ -1067,7 +1050,5 @@ int main(void)
 	test_ud_ring();
 	test_rq_ring();
 	test_old_kernel();
-	if (test_failed)
-		printf("# %u of %u tests failed\n", test_failed, test_num);
-	return test_failed ? 1 : 0;
+	return tap_done();
 }

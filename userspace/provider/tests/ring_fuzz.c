@@ -65,17 +65,17 @@ static void open_side(struct side *s, const char *name)
 
 	s->ctx = open_device_gid(name, &s->gid, &s->gid_index);
 	if (ibv_query_port(s->ctx, 1, &port))
-		bail_out("cannot query %s", name);
+		tap_bail("cannot query %s", name);
 	s->mtu = port.active_mtu;
 	s->pd = ibv_alloc_pd(s->ctx);
 	s->buf = aligned_alloc(4096, BUF_SIZE);
 	if (!s->pd || !s->buf)
-		bail_out("no PD or memory");
+		tap_bail("no PD or memory");
 	memset(s->buf, 0x5a, BUF_SIZE);
 	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE);
 	if (!s->mr)
-		bail_out("ibv_reg_mr: %s", errname(errno));
+		tap_bail("ibv_reg_mr: %s", errname(errno));
 }
 
 static int connect_qp(struct ibv_qp *qp, const struct side *local,
@@ -107,16 +107,16 @@ static void make_pair(struct pair *p, struct side *a, struct side *b)
 	p->cqa = ibv_create_cq(a->ctx, 256, NULL, NULL, 0);
 	p->cqb = ibv_create_cq(b->ctx, 256, NULL, NULL, 0);
 	if (!p->cqa || !p->cqb)
-		bail_out("ibv_create_cq: %s", errname(errno));
+		tap_bail("ibv_create_cq: %s", errname(errno));
 	ia.send_cq = ia.recv_cq = p->cqa;
 	p->qa = ibv_create_qp(a->pd, &ia);
 	ia.send_cq = ia.recv_cq = p->cqb;
 	p->qb = ibv_create_qp(b->pd, &ia);
 	if (!p->qa || !p->qb)
-		bail_out("ibv_create_qp: %s", errname(errno));
+		tap_bail("ibv_create_qp: %s", errname(errno));
 	if (connect_qp(p->qa, a, b, p->qb->qp_num) ||
 	    connect_qp(p->qb, b, a, p->qa->qp_num))
-		bail_out("cannot connect the QPs: %s", errname(errno));
+		tap_bail("cannot connect the QPs: %s", errname(errno));
 }
 
 static int post_write(struct pair *p, struct side *a, struct side *b,
@@ -307,9 +307,10 @@ int main(int argc, char **argv)
 			argv[0]);
 		return 2;
 	}
+	tap_start();
 	rng = argc > 4 ? strtoull(argv[4], NULL, 0) : (uint64_t)time(NULL);
 	rng |= 1;
-	diag("seed %llu", (unsigned long long)rng);
+	tap_diag("seed %llu", (unsigned long long)rng);
 
 	open_side(&a, argv[1]);
 	open_side(&b, argv[2]);
@@ -317,9 +318,9 @@ int main(int argc, char **argv)
 	make_pair(&ok, &a, &b);
 	if (!to_mr_qp(fz.qa)->sq_ring || !to_mr_qp(fz.qa)->rq.ring ||
 	    !to_mr_cq(fz.cqa)->ring)
-		bail_out("no send, receive or CQ ring: nothing to fuzz");
+		tap_bail("no send, receive or CQ ring: nothing to fuzz");
 
-	tap(pair_works(&ok, &a, &b), "before: the other pair carries data");
+	tap_ok(pair_works(&ok, &a, &b), "before: the other pair carries data");
 
 	end = now_sec() + atof(argv[3]);
 	while (now_sec() < end) {
@@ -354,22 +355,22 @@ int main(int argc, char **argv)
 			    ibv_modify_qp(fz.qb, &reset, IBV_QP_STATE) ||
 			    connect_qp(fz.qa, &a, &b, fz.qb->qp_num) ||
 			    connect_qp(fz.qb, &b, &a, fz.qa->qp_num))
-				bail_out("cannot reset and connect the pair: %s",
+				tap_bail("cannot reset and connect the pair: %s",
 					 errname(errno));
 			resets++;
 		}
 	}
-	diag("%u rounds, %u resets, %u posts, %u doorbells, %u completions (%u with an error, %u of receives)",
-	     rounds, resets, posted, doorbells, writes, errors, recvs);
-	tap(recvs > 0, "receives completed on the scribbled QP (%u)", recvs);
-	tap(resets > 0, "the scribbled pair was reset and connected again %u times",
-	    resets);
-	tap(good > 0 && errors > 0,
-	    "between the scribbles, work requests completed, well (%u) and in error (%u)",
-	    good, errors);
+	tap_diag("%u rounds, %u resets, %u posts, %u doorbells, %u completions (%u with an error, %u of receives)",
+		 rounds, resets, posted, doorbells, writes, errors, recvs);
+	tap_ok(recvs > 0, "receives completed on the scribbled QP (%u)", recvs);
+	tap_ok(resets > 0, "the scribbled pair was reset and connected again %u times",
+	       resets);
+	tap_ok(good > 0 && errors > 0,
+	       "between the scribbles, work requests completed, well (%u) and in error (%u)",
+	       good, errors);
 
-	tap(!ibv_modify_qp(fz.qa, &err_attr, IBV_QP_STATE),
-	    "the scribbled QP moves to ERR");
+	tap_ok(!ibv_modify_qp(fz.qa, &err_attr, IBV_QP_STATE),
+	       "the scribbled QP moves to ERR");
 	usleep(100000);
 	while (ibv_poll_cq(fz.cqa, 32, wc) > 0)
 		;
@@ -378,19 +379,19 @@ int main(int argc, char **argv)
 		if ((i < WIN_OFF || i >= WIN_OFF + WIN_LEN) &&
 		    b.buf[i] != 0x5a)
 			break;
-	tap(i == BUF_SIZE,
-	    "nothing was written to B outside the window it was given (%zu)",
-	    i);
-	tap(pair_works(&ok, &a, &b),
-	    "after: the other pair of this process carries data");
-	tap(!ibv_destroy_qp(fz.qa) && !ibv_destroy_qp(fz.qb) &&
-	    !ibv_destroy_qp(ok.qa) && !ibv_destroy_qp(ok.qb) &&
-	    !ibv_destroy_cq(fz.cqa) && !ibv_destroy_cq(fz.cqb) &&
-	    !ibv_destroy_cq(ok.cqa) && !ibv_destroy_cq(ok.cqb),
-	    "every QP and CQ destroyed");
-	tap(!ibv_dereg_mr(a.mr) && !ibv_dereg_mr(b.mr) &&
-	    !ibv_dealloc_pd(a.pd) && !ibv_dealloc_pd(b.pd) &&
-	    !ibv_close_device(a.ctx) && !ibv_close_device(b.ctx),
-	    "MRs, PDs and devices released");
-	return done_testing();
+	tap_ok(i == BUF_SIZE,
+	       "nothing was written to B outside the window it was given (%zu)",
+	       i);
+	tap_ok(pair_works(&ok, &a, &b),
+	       "after: the other pair of this process carries data");
+	tap_ok(!ibv_destroy_qp(fz.qa) && !ibv_destroy_qp(fz.qb) &&
+	       !ibv_destroy_qp(ok.qa) && !ibv_destroy_qp(ok.qb) &&
+	       !ibv_destroy_cq(fz.cqa) && !ibv_destroy_cq(fz.cqb) &&
+	       !ibv_destroy_cq(ok.cqa) && !ibv_destroy_cq(ok.cqb),
+	       "every QP and CQ destroyed");
+	tap_ok(!ibv_dereg_mr(a.mr) && !ibv_dereg_mr(b.mr) &&
+	       !ibv_dealloc_pd(a.pd) && !ibv_dealloc_pd(b.pd) &&
+	       !ibv_close_device(a.ctx) && !ibv_close_device(b.ctx),
+	       "MRs, PDs and devices released");
+	return tap_done();
 }

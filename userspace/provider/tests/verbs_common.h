@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Helpers shared by the live-device verbs tests: TAP output, device and GID
- * lookup, errno checks.
+ * Helpers shared by the live-device verbs tests: device and GID lookup,
+ * errno checks; TAP output comes from userspace/include/tap.h.
  */
 #ifndef VERBS_COMMON_H
 #define VERBS_COMMON_H
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,64 +15,7 @@
 
 #include <infiniband/verbs.h>
 
-static unsigned int test_num, test_failed;
-
-static inline void tap(bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static inline void tap(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %u - ", ok ? "ok" : "not ok", ++test_num);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!ok)
-		test_failed++;
-}
-
-static inline void diag(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static inline void diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("# ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-static inline void bail_out(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2), noreturn));
-
-static inline void bail_out(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("Bail out! ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	exit(1);
-}
-
-/* Ends a program whose plan was not printed up front. */
-static inline int done_testing(void)
-{
-	printf("1..%u\n", test_num);
-	if (test_failed)
-		printf("# %u of %u tests failed\n", test_failed, test_num);
-	return test_failed ? 1 : 0;
-}
+#include "tap.h"
 
 static inline const char *errname(int err)
 {
@@ -111,8 +53,8 @@ static inline const char *errname(int err)
 /* A verb returning an errno value (0 on success) returned @want. */
 static inline void expect_ret(int got, int want, const char *what)
 {
-	tap(got == want, "%s: %s (expected %s)", what, errname(got),
-	    errname(want));
+	tap_ok(got == want, "%s: %s (expected %s)", what, errname(got),
+	       errname(want));
 }
 
 /*
@@ -122,8 +64,8 @@ static inline void expect_ret(int got, int want, const char *what)
 static inline bool expect_null(const void *obj, int err, int want,
 			       const char *what)
 {
-	tap(!obj && err == want, "%s: %s (expected %s)", what,
-	    obj ? "succeeded" : errname(err), errname(want));
+	tap_ok(!obj && err == want, "%s: %s (expected %s)", what,
+	       obj ? "succeeded" : errname(err), errname(want));
 	return !obj;
 }
 
@@ -185,17 +127,17 @@ static inline struct ibv_context *open_device_gid(const char *name,
 	struct ibv_context *ctx;
 
 	if (!list)
-		bail_out("ibv_get_device_list: %s", strerror(errno));
+		tap_bail("ibv_get_device_list: %s", strerror(errno));
 	dev = find_device(list, name);
 	if (!dev)
-		bail_out("no device %s", name);
+		tap_bail("no device %s", name);
 	ctx = ibv_open_device(dev);
 	ibv_free_device_list(list);
 	if (!ctx)
-		bail_out("cannot open %s: %s", name, strerror(errno));
+		tap_bail("cannot open %s: %s", name, strerror(errno));
 	*gid_index = find_roce_v2_gid(ctx, gid);
 	if (*gid_index < 0)
-		bail_out("%s has no RoCE v2 GID", name);
+		tap_bail("%s has no RoCE v2 GID", name);
 	return ctx;
 }
 

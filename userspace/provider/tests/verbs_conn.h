@@ -25,7 +25,7 @@ static inline void sock_all(int fd, void *p, size_t len, bool out)
 				  recv(fd, c, len, 0);
 
 		if (n <= 0)
-			bail_out("the peer went away (%s)",
+			tap_bail("the peer went away (%s)",
 				 n ? strerror(errno) : "EOF");
 		c += n;
 		len -= (size_t)n;
@@ -47,14 +47,14 @@ static inline int tcp_server(uint16_t port)
 	if (lfd < 0 ||
 	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1))
-		bail_out("cannot listen on TCP port %u: %s", port,
+		tap_bail("cannot listen on TCP port %u: %s", port,
 			 strerror(errno));
 	pfd = (struct pollfd){ .fd = lfd, .events = POLLIN };
 	if (poll(&pfd, 1, 60000) != 1)
-		bail_out("no client within 60 s");
+		tap_bail("no client within 60 s");
 	fd = accept(lfd, NULL, NULL);
 	if (fd < 0)
-		bail_out("accept: %s", strerror(errno));
+		tap_bail("accept: %s", strerror(errno));
 	close(lfd);
 	return fd;
 }
@@ -70,16 +70,16 @@ static inline int tcp_client(const char *host, uint16_t port)
 	int fd;
 
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-		bail_out("bad IPv4 address %s", host);
+		tap_bail("bad IPv4 address %s", host);
 	for (;;) {
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		if (fd < 0)
-			bail_out("socket: %s", strerror(errno));
+			tap_bail("socket: %s", strerror(errno));
 		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
 			return fd;
 		close(fd);
 		if (now_sec() > deadline)
-			bail_out("cannot connect to %s:%u: %s", host, port,
+			tap_bail("cannot connect to %s:%u: %s", host, port,
 				 strerror(errno));
 		usleep(100000);
 	}

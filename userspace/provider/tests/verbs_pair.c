@@ -161,7 +161,7 @@ static void barrier(struct side *s, uint8_t step)
 	sock_all(s->sock, &step, 1, true);
 	sock_all(s->sock, &got, 1, false);
 	if (got != step)
-		bail_out("out of step with the peer (%u, %u)", step, got);
+		tap_bail("out of step with the peer (%u, %u)", step, got);
 }
 
 static struct ibv_sge sge_at(struct side *s, size_t off, uint32_t len)
@@ -244,9 +244,9 @@ static bool wait_wc(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *out)
 			stash[num_stashed].cq = cq;
 			stash[num_stashed++].wc = wc;
 		} else {
-			diag("dropped completion wr_id %llu: %s, opcode %d",
-			     (unsigned long long)wc.wr_id,
-			     ibv_wc_status_str(wc.status), wc.opcode);
+			tap_diag("dropped completion wr_id %llu: %s, opcode %d",
+				 (unsigned long long)wc.wr_id,
+				 ibv_wc_status_str(wc.status), wc.opcode);
 		}
 	}
 	return false;
@@ -259,9 +259,9 @@ static void expect_send_wc(struct ibv_cq *cq, uint64_t wr_id,
 	struct ibv_wc wc = {};
 	bool got = wait_wc(cq, wr_id, &wc);
 
-	tap(got && wc.status == IBV_WC_SUCCESS && wc.opcode == op,
-	    "%s completes (%s, opcode %d)", what,
-	    got ? ibv_wc_status_str(wc.status) : "no completion", wc.opcode);
+	tap_ok(got && wc.status == IBV_WC_SUCCESS && wc.opcode == op,
+	       "%s completes (%s, opcode %d)", what,
+	       got ? ibv_wc_status_str(wc.status) : "no completion", wc.opcode);
 }
 
 /* --- setup -------------------------------------------------------------- */
@@ -339,17 +339,17 @@ static void setup_acc_mrs(struct side *s)
 	for (i = 0; i < NUM_ACC; i++) {
 		s->acc_buf[i] = aligned_alloc(4096, ACC_LEN);
 		if (!s->acc_buf[i])
-			bail_out("no memory");
+			tap_bail("no memory");
 		fill(s->acc_buf[i], ACC_LEN, s->me + 100 + i);
 		s->acc_mr[i] = ibv_reg_mr(s->pd, s->acc_buf[i], ACC_LEN,
 					  all & ~missing[i]);
 		n += s->acc_mr[i] != NULL;
 	}
-	tap(n == NUM_ACC,
-	    "ibv_reg_mr without remote write, without remote read, without remote atomic (%s)",
-	    n == NUM_ACC ? "ok" : errname(errno));
+	tap_ok(n == NUM_ACC,
+	       "ibv_reg_mr without remote write, without remote read, without remote atomic (%s)",
+	       n == NUM_ACC ? "ok" : errname(errno));
 	if (n != NUM_ACC)
-		bail_out("cannot register memory");
+		tap_bail("cannot register memory");
 }
 
 static void setup(struct side *s, const char *name)
@@ -366,20 +366,20 @@ static void setup(struct side *s, const char *name)
 	s->ctx = open_device_gid(name, &s->gid, &s->gid_index);
 	if (ibv_query_device_ex(s->ctx, NULL, &s->dev) ||
 	    ibv_query_port(s->ctx, 1, &s->port))
-		bail_out("cannot query %s", name);
+		tap_bail("cannot query %s", name);
 
 	s->pd = ibv_alloc_pd(s->ctx);
 	s->buf = aligned_alloc(4096, BUF_SIZE);
 	if (!s->pd || !s->buf)
-		bail_out("no PD or memory");
+		tap_bail("no PD or memory");
 	memset(s->buf, 0, BUF_SIZE);
 	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-	tap(s->mr != NULL, "ibv_reg_mr with remote write, read, atomic (%s)",
-	    s->mr ? "ok" : errname(errno));
+	tap_ok(s->mr != NULL, "ibv_reg_mr with remote write, read, atomic (%s)",
+	       s->mr ? "ok" : errname(errno));
 	if (!s->mr)
-		bail_out("cannot register memory");
+		tap_bail("cannot register memory");
 
 	s->ch = ibv_create_comp_channel(s->ctx);
 	s->cq = s->ch ? ibv_create_cq(s->ctx, 256, s, s->ch, 0) : NULL;
@@ -390,16 +390,16 @@ static void setup(struct side *s, const char *name)
 				NULL;
 	s->cq_unsig = ibv_create_cq(s->ctx, 2 * UNSIG_SQ, NULL, NULL, 0);
 	s->cq_ovf = ibv_create_cq(s->ctx, CQ_OVF_CQE, NULL, NULL, 0);
-	tap(s->cq && s->cq2 && s->cqx && s->cq_sol && s->cq_unsig &&
-	    s->cq_ovf, "six CQs, one extended, two with a channel (%s)",
-	    s->cq && s->cq2 && s->cqx && s->cq_sol && s->cq_unsig &&
-	    s->cq_ovf ? "ok" : errname(errno));
+	tap_ok(s->cq && s->cq2 && s->cqx && s->cq_sol && s->cq_unsig &&
+	       s->cq_ovf, "six CQs, one extended, two with a channel (%s)",
+	       s->cq && s->cq2 && s->cqx && s->cq_sol && s->cq_unsig &&
+	       s->cq_ovf ? "ok" : errname(errno));
 	s->srq = ibv_create_srq(s->pd, &sa);
-	tap(s->srq != NULL, "ibv_create_srq (%s)",
-	    s->srq ? "ok" : errname(errno));
+	tap_ok(s->srq != NULL, "ibv_create_srq (%s)",
+	       s->srq ? "ok" : errname(errno));
 	if (!s->cq || !s->cq2 || !s->cqx || !s->cq_sol || !s->cq_unsig ||
 	    !s->cq_ovf || !s->srq)
-		bail_out("cannot create CQs or the SRQ");
+		tap_bail("cannot create CQs or the SRQ");
 	setup_acc_mrs(s);
 
 	for (i = 0; i < NUM_QPS; i++) {
@@ -407,13 +407,13 @@ static void setup(struct side *s, const char *name)
 		if (!s->qp[i])
 			break;
 	}
-	tap(i == NUM_QPS,
-	    "%d QPs: RC, RC with an SRQ, RC with ibv_wr_*, UD (%s)", NUM_QPS,
-	    i == NUM_QPS ? "ok" : errname(errno));
+	tap_ok(i == NUM_QPS,
+	       "%d QPs: RC, RC with an SRQ, RC with ibv_wr_*, UD (%s)", NUM_QPS,
+	       i == NUM_QPS ? "ok" : errname(errno));
 	if (i != NUM_QPS)
-		bail_out("cannot create the QPs");
-	diag("%s: GID index %d, QPs %u..%u", name, s->gid_index,
-	     s->qp[0]->qp_num, s->qp[NUM_QPS - 1]->qp_num);
+		tap_bail("cannot create the QPs");
+	tap_diag("%s: GID index %d, QPs %u..%u", name, s->gid_index,
+		 s->qp[0]->qp_num, s->qp[NUM_QPS - 1]->qp_num);
 }
 
 static void exchange(struct side *s)
@@ -435,7 +435,7 @@ static void exchange(struct side *s)
 	sock_all(s->sock, &mine, sizeof(mine), true);
 	sock_all(s->sock, &s->peer, sizeof(s->peer), false);
 	if (s->peer.magic != INFO_MAGIC)
-		bail_out("the peer speaks another protocol");
+		tap_bail("the peer speaks another protocol");
 }
 
 /*
@@ -502,19 +502,19 @@ static void connect_all(struct side *s)
 		if (i == UD)
 			continue;
 		ret = connect_rc(s, i);
-		tap(!ret && s->qp[i]->state == IBV_QPS_RTS,
-		    "RC QP %u: RESET -> INIT -> RTR -> RTS towards QP %u (%s)",
-		    s->qp[i]->qp_num, s->peer.qpn[i], errname(ret));
+		tap_ok(!ret && s->qp[i]->state == IBV_QPS_RTS,
+		       "RC QP %u: RESET -> INIT -> RTR -> RTS towards QP %u (%s)",
+		       s->qp[i]->qp_num, s->peer.qpn[i], errname(ret));
 		if (ret)
-			bail_out("cannot connect the RC QPs");
+			tap_bail("cannot connect the RC QPs");
 	}
 	ret = connect_ud(s->qp[UD]);
-	tap(!ret, "UD QP: RESET -> INIT -> RTR -> RTS (%s)", errname(ret));
+	tap_ok(!ret, "UD QP: RESET -> INIT -> RTR -> RTS (%s)", errname(ret));
 	s->ah = ibv_create_ah(s->pd, &aa);
-	tap(s->ah != NULL, "ibv_create_ah towards the peer (%s)",
-	    s->ah ? "ok" : errname(errno));
+	tap_ok(s->ah != NULL, "ibv_create_ah towards the peer (%s)",
+	       s->ah ? "ok" : errname(errno));
 	if (ret || !s->ah)
-		bail_out("cannot set up UD");
+		tap_bail("cannot set up UD");
 }
 
 /* --- the steps ------------------------------------------------------------ */
@@ -570,17 +570,17 @@ static void step_send(struct side *s)
 		got = wait_wc(s->cq, 100 + i, &wc);
 		data_ok = got && !memcmp(ref + off, s->buf + OFF_SEND_RX +
 					 i * 16384, send_len[i]);
-		tap(got && wc.status == IBV_WC_SUCCESS &&
-		    wc.opcode == IBV_WC_RECV && wc.byte_len == send_len[i] &&
-		    wc.qp_num == qp->qp_num &&
-		    (wc.wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV)) ==
-		    want_flags &&
-		    (i != 2 || wc.imm_data == htonl(0xc0ffee00u + 3 - s->me)) &&
-		    data_ok,
-		    "RC: receive %d: %s, opcode %d, %u bytes, flags 0x%x, imm 0x%x, data %s",
-		    i, got ? ibv_wc_status_str(wc.status) : "no completion",
-		    wc.opcode, wc.byte_len, wc.wc_flags, ntohl(wc.imm_data),
-		    data_ok ? "ok" : "corrupt");
+		tap_ok(got && wc.status == IBV_WC_SUCCESS &&
+		       wc.opcode == IBV_WC_RECV && wc.byte_len == send_len[i] &&
+		       wc.qp_num == qp->qp_num &&
+		       (wc.wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV)) ==
+		       want_flags &&
+		       (i != 2 || wc.imm_data == htonl(0xc0ffee00u + 3 - s->me)) &&
+		       data_ok,
+		       "RC: receive %d: %s, opcode %d, %u bytes, flags 0x%x, imm 0x%x, data %s",
+		       i, got ? ibv_wc_status_str(wc.status) : "no completion",
+		       wc.opcode, wc.byte_len, wc.wc_flags, ntohl(wc.imm_data),
+		       data_ok ? "ok" : "corrupt");
 		off += send_len[i];
 	}
 }
@@ -622,21 +622,21 @@ static void step_write(struct side *s)
 		       "RC: RDMA WRITE with immediate");
 
 	got = wait_wc(s->cq, 301, &wc);
-	tap(got && wc.status == IBV_WC_SUCCESS &&
-	    wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
-	    (wc.wc_flags & IBV_WC_WITH_IMM) &&
-	    wc.imm_data == htonl(0xabcd0000u + 3 - s->me) &&
-	    wc.byte_len == 512,
-	    "RC: the peer's WRITE with immediate completes a receive (%s, opcode %d, %u bytes, imm 0x%x)",
-	    got ? ibv_wc_status_str(wc.status) : "no completion", wc.opcode,
-	    wc.byte_len, ntohl(wc.imm_data));
+	tap_ok(got && wc.status == IBV_WC_SUCCESS &&
+	       wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+	       (wc.wc_flags & IBV_WC_WITH_IMM) &&
+	       wc.imm_data == htonl(0xabcd0000u + 3 - s->me) &&
+	       wc.byte_len == 512,
+	       "RC: the peer's WRITE with immediate completes a receive (%s, opcode %d, %u bytes, imm 0x%x)",
+	       got ? ibv_wc_status_str(wc.status) : "no completion", wc.opcode,
+	       wc.byte_len, ntohl(wc.imm_data));
 	bad = check_pattern(s->buf + OFF_WRITE_DST, WRITE_LEN, 3 - s->me + 10);
-	tap(bad < 0, "RC: the peer's RDMA WRITE placed its 20000 bytes (first bad byte %ld)",
-	    bad);
+	tap_ok(bad < 0, "RC: the peer's RDMA WRITE placed its 20000 bytes (first bad byte %ld)",
+	       bad);
 	bad = check_pattern(s->buf + OFF_WRITE_DST + WRITE_LEN, 512,
 			    3 - s->me + 10);
-	tap(bad < 0, "RC: ... and the 512 bytes with immediate (first bad byte %ld)",
-	    bad);
+	tap_ok(bad < 0, "RC: ... and the 512 bytes with immediate (first bad byte %ld)",
+	       bad);
 
 	/* An inline WRITE: the data is taken at posting time. */
 	fill(inl, sizeof(inl), s->me + 70);
@@ -654,8 +654,8 @@ static void step_write(struct side *s)
 	barrier(s, 20);
 	bad = check_pattern(s->buf + OFF_WRITE_DST + WRITE_LEN + 1024,
 			    sizeof(inl), 3 - s->me + 70);
-	tap(bad < 0, "RC: the peer's inline RDMA WRITE placed its 64 bytes (first bad byte %ld)",
-	    bad);
+	tap_ok(bad < 0, "RC: the peer's inline RDMA WRITE placed its 64 bytes (first bad byte %ld)",
+	       bad);
 }
 
 static void step_read(struct side *s)
@@ -675,8 +675,8 @@ static void step_read(struct side *s)
 		   "RC: ibv_post_send RDMA READ 20000 B into 2 SGEs");
 	expect_send_wc(s->cq, 400, IBV_WC_RDMA_READ, "RC: RDMA READ");
 	bad = check_pattern(s->buf + OFF_READ_DST, READ_LEN, 3 - s->me + 20);
-	tap(bad < 0, "RC: RDMA READ brought the peer's bytes (first bad byte %ld)",
-	    bad);
+	tap_ok(bad < 0, "RC: RDMA READ brought the peer's bytes (first bad byte %ld)",
+	       bad);
 	/* The peer must not read our READ_SRC after we move on. */
 	barrier(s, 4);
 }
@@ -688,9 +688,9 @@ static void step_atomic(struct side *s)
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 
-	tap(s->dev.orig_attr.atomic_cap != IBV_ATOMIC_NONE,
-	    "the device advertises atomics (atomic_cap %d)",
-	    s->dev.orig_attr.atomic_cap);
+	tap_ok(s->dev.orig_attr.atomic_cap != IBV_ATOMIC_NONE,
+	       "the device advertises atomics (atomic_cap %d)",
+	       s->dev.orig_attr.atomic_cap);
 
 	target[0] = 100 * s->me;
 	target[1] = 1000 * s->me;
@@ -706,9 +706,9 @@ static void step_atomic(struct side *s)
 	expect_ret(post_one(s->qp[RC_ATOMIC], &wr, &sge, 1), 0,
 		   "RC: ibv_post_send FETCH_AND_ADD");
 	expect_send_wc(s->cq, 500, IBV_WC_FETCH_ADD, "RC: FETCH_AND_ADD");
-	tap(res[0] == 100ULL * (3 - s->me),
-	    "RC: FETCH_AND_ADD returned the old value %llu (got %llu)",
-	    100ULL * (3 - s->me), (unsigned long long)res[0]);
+	tap_ok(res[0] == 100ULL * (3 - s->me),
+	       "RC: FETCH_AND_ADD returned the old value %llu (got %llu)",
+	       100ULL * (3 - s->me), (unsigned long long)res[0]);
 
 	wr = (struct ibv_send_wr){ .wr_id = 501,
 				   .opcode = IBV_WR_ATOMIC_CMP_AND_SWP };
@@ -720,15 +720,15 @@ static void step_atomic(struct side *s)
 	expect_ret(post_one(s->qp[RC_ATOMIC], &wr, &sge, 1), 0,
 		   "RC: ibv_post_send CMP_AND_SWP");
 	expect_send_wc(s->cq, 501, IBV_WC_COMP_SWAP, "RC: CMP_AND_SWP");
-	tap(res[1] == 1000ULL * (3 - s->me),
-	    "RC: CMP_AND_SWP returned the old value %llu (got %llu)",
-	    1000ULL * (3 - s->me), (unsigned long long)res[1]);
+	tap_ok(res[1] == 1000ULL * (3 - s->me),
+	       "RC: CMP_AND_SWP returned the old value %llu (got %llu)",
+	       1000ULL * (3 - s->me), (unsigned long long)res[1]);
 
 	barrier(s, 6);
-	tap(target[0] == 100ULL * s->me + 5 && target[1] == 7,
-	    "RC: the peer's atomics left %llu and %llu here (expected %llu and 7)",
-	    (unsigned long long)target[0], (unsigned long long)target[1],
-	    100ULL * s->me + 5);
+	tap_ok(target[0] == 100ULL * s->me + 5 && target[1] == 7,
+	       "RC: the peer's atomics left %llu and %llu here (expected %llu and 7)",
+	       (unsigned long long)target[0], (unsigned long long)target[1],
+	       100ULL * s->me + 5);
 }
 
 static bool wait_async(struct side *s, enum ibv_event_type type,
@@ -745,7 +745,7 @@ static bool wait_async(struct side *s, enum ibv_event_type type,
 		ibv_ack_async_event(ev);
 		if (ev->event_type == type)
 			return true;
-		diag("async event %s", ibv_event_type_str(ev->event_type));
+		tap_diag("async event %s", ibv_event_type_str(ev->event_type));
 	}
 	return false;
 }
@@ -800,21 +800,21 @@ static void step_srq(struct side *s)
 			    1000))
 			ok++;
 		else
-			diag("SRQ receive %d: %s, %u bytes, data %s", i,
-			     got ? ibv_wc_status_str(wc.status) :
+			tap_diag("SRQ receive %d: %s, %u bytes, data %s", i,
+				 got ? ibv_wc_status_str(wc.status) :
 				   "no completion", wc.byte_len,
-			     got ? "compared" : "-");
+				 got ? "compared" : "-");
 	}
-	tap(ok == 4, "SRQ: 4 messages received in order, data intact (%d)",
-	    ok);
-	tap(wait_async(s, IBV_EVENT_SRQ_LIMIT_REACHED, &ev) &&
-	    ev.element.srq == s->srq,
-	    "SRQ: IBV_EVENT_SRQ_LIMIT_REACHED once fewer than 3 are left");
+	tap_ok(ok == 4, "SRQ: 4 messages received in order, data intact (%d)",
+	       ok);
+	tap_ok(wait_async(s, IBV_EVENT_SRQ_LIMIT_REACHED, &ev) &&
+	       ev.element.srq == s->srq,
+	       "SRQ: IBV_EVENT_SRQ_LIMIT_REACHED once fewer than 3 are left");
 	memset(&sattr, 0, sizeof(sattr));
 	ret = ibv_query_srq(s->srq, &sattr);
-	tap(!ret && sattr.srq_limit == 0,
-	    "SRQ: the limit is disarmed after the event (%u)",
-	    sattr.srq_limit);
+	tap_ok(!ret && sattr.srq_limit == 0,
+	       "SRQ: the limit is disarmed after the event (%u)",
+	       sattr.srq_limit);
 	barrier(s, 8);
 }
 
@@ -848,17 +848,17 @@ static void step_ud(struct side *s)
 	if (got)
 		bad = check_pattern(s->buf + OFF_UD_RX + GRH_LEN, UD_LEN,
 				    3 - s->me + 40);
-	tap(got && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
-	    wc.byte_len == GRH_LEN + UD_LEN &&
-	    wc.src_qp == s->peer.qpn[UD] && (wc.wc_flags & IBV_WC_GRH) &&
-	    bad < 0,
-	    "UD: received %u bytes from QP %u, flags 0x%x (GRH), data %s (%s)",
-	    wc.byte_len, wc.src_qp, wc.wc_flags, bad < 0 ? "ok" : "corrupt",
-	    got ? ibv_wc_status_str(wc.status) : "no completion");
+	tap_ok(got && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+	       wc.byte_len == GRH_LEN + UD_LEN &&
+	       wc.src_qp == s->peer.qpn[UD] && (wc.wc_flags & IBV_WC_GRH) &&
+	       bad < 0,
+	       "UD: received %u bytes from QP %u, flags 0x%x (GRH), data %s (%s)",
+	       wc.byte_len, wc.src_qp, wc.wc_flags, bad < 0 ? "ok" : "corrupt",
+	       got ? ibv_wc_status_str(wc.status) : "no completion");
 	/* The hosts talk IPv4: a UDP-encapsulated IPv4 packet, as NICs say. */
-	tap(got && wc.sl == 0xa,
-	    "UD: the completion's sl gives the packet type (0x%x: IPv4, UDP)",
-	    got ? wc.sl : 0);
+	tap_ok(got && wc.sl == 0xa,
+	       "UD: the completion's sl gives the packet type (0x%x: IPv4, UDP)",
+	       got ? wc.sl : 0);
 	barrier(s, 10);
 
 	/* Inline, the data taken at posting time. */
@@ -877,11 +877,11 @@ static void step_ud(struct side *s)
 	if (got)
 		bad = check_pattern(s->buf + OFF_UD_RX + 8192 + GRH_LEN,
 				    sizeof(inl), 3 - s->me + 45);
-	tap(got && wc.status == IBV_WC_SUCCESS &&
-	    wc.byte_len == GRH_LEN + sizeof(inl) && bad < 0,
-	    "UD: received the peer's inline SEND, %u bytes, data %s (%s)",
-	    wc.byte_len, bad < 0 ? "ok" : "corrupt",
-	    got ? ibv_wc_status_str(wc.status) : "no completion");
+	tap_ok(got && wc.status == IBV_WC_SUCCESS &&
+	       wc.byte_len == GRH_LEN + sizeof(inl) && bad < 0,
+	       "UD: received the peer's inline SEND, %u bytes, data %s (%s)",
+	       wc.byte_len, bad < 0 ? "ok" : "corrupt",
+	       got ? ibv_wc_status_str(wc.status) : "no completion");
 	barrier(s, 21);
 }
 
@@ -905,20 +905,20 @@ static void step_event(struct side *s)
 	wr.send_flags = IBV_SEND_SOLICITED;
 	expect_ret(post_one(s->qp[RC_EVENT], &wr, &sge, 1), 0,
 		   "events: ibv_post_send a solicited SEND");
-	tap(poll(&pfd, 1, (int)(TIMEOUT * 1000)) == 1 &&
-	    !ibv_get_cq_event(s->ch, &ev_cq, &ev_ctx) && ev_cq == s->cq &&
-	    ev_ctx == s,
-	    "events: ibv_get_cq_event reports our CQ");
+	tap_ok(poll(&pfd, 1, (int)(TIMEOUT * 1000)) == 1 &&
+	       !ibv_get_cq_event(s->ch, &ev_cq, &ev_ctx) && ev_cq == s->cq &&
+	       ev_ctx == s,
+	       "events: ibv_get_cq_event reports our CQ");
 	if (ev_cq)
 		ibv_ack_cq_events(ev_cq, 1);
 	got = wait_wc(s->cq, 801, &wc);
-	tap(got && wc.status == IBV_WC_SUCCESS && wc.byte_len == 64,
-	    "events: ... and the receive is there (%s)",
-	    got ? ibv_wc_status_str(wc.status) : "no completion");
+	tap_ok(got && wc.status == IBV_WC_SUCCESS && wc.byte_len == 64,
+	       "events: ... and the receive is there (%s)",
+	       got ? ibv_wc_status_str(wc.status) : "no completion");
 	got = wait_wc(s->cq, 800, &wc);
-	tap(got && wc.status == IBV_WC_SUCCESS,
-	    "events: the solicited SEND completes (%s)",
-	    got ? ibv_wc_status_str(wc.status) : "no completion");
+	tap_ok(got && wc.status == IBV_WC_SUCCESS,
+	       "events: the solicited SEND completes (%s)",
+	       got ? ibv_wc_status_str(wc.status) : "no completion");
 	barrier(s, 12);
 }
 
@@ -973,7 +973,7 @@ static void step_wr_api(struct side *s)
 	int i, n, ret, sends = 0, recvs = 0;
 	bool data_ok = true;
 
-	tap(qpx != NULL, "wr API: ibv_qp_to_qp_ex");
+	tap_ok(qpx != NULL, "wr API: ibv_qp_to_qp_ex");
 	if (!qpx)
 		return;
 	ret = post_recv_at(s, qp, 900, OFF_WR_RX, 4096);
@@ -1008,9 +1008,9 @@ static void step_wr_api(struct side *s)
 	fill(ref, sizeof(ref), 3 - s->me + 60);
 	for (i = 0; i < n; i++) {
 		if (x[i].status != IBV_WC_SUCCESS) {
-			diag("wr API: wr_id %llu: %s",
-			     (unsigned long long)x[i].wr_id,
-			     ibv_wc_status_str(x[i].status));
+			tap_diag("wr API: wr_id %llu: %s",
+				 (unsigned long long)x[i].wr_id,
+				 ibv_wc_status_str(x[i].status));
 			continue;
 		}
 		if (x[i].wr_id >= 910 && x[i].wr_id <= 912) {
@@ -1031,12 +1031,12 @@ static void step_wr_api(struct side *s)
 				 !memcmp(s->buf + OFF_WR_RX + 4096, ref, 50);
 		}
 	}
-	tap(n == 5 && sends == 3 && recvs == 2,
-	    "wr API: ibv_start_poll/next_poll saw 3 sends and 2 receives, correct (%d: %d, %d)",
-	    n, sends, recvs);
+	tap_ok(n == 5 && sends == 3 && recvs == 2,
+	       "wr API: ibv_start_poll/next_poll saw 3 sends and 2 receives, correct (%d: %d, %d)",
+	       n, sends, recvs);
 	barrier(s, 14);
 	data_ok = !memcmp(s->buf + OFF_WR_DST, ref, sizeof(ref));
-	tap(data_ok, "wr API: the peer's RDMA WRITE placed its 100 bytes");
+	tap_ok(data_ok, "wr API: the peer's RDMA WRITE placed its 100 bytes");
 }
 
 /*
@@ -1058,9 +1058,9 @@ static void step_remote_error(struct side *s)
 		expect_ret(post_one(s->qp[RC_ERR_KEY], &wr, &sge, 1), 0,
 			   "errors: ibv_post_send RDMA WRITE with a bad rkey");
 		got = wait_wc(s->cq, 1000, &wc);
-		tap(got && wc.status == IBV_WC_REM_ACCESS_ERR,
-		    "errors: ... completes with a remote access error (%s)",
-		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		tap_ok(got && wc.status == IBV_WC_REM_ACCESS_ERR,
+		       "errors: ... completes with a remote access error (%s)",
+		       got ? ibv_wc_status_str(wc.status) : "no completion");
 
 		wr.wr.rdma.rkey = s->peer.rkey;
 		wr.wr.rdma.remote_addr = s->peer.addr + BUF_SIZE - 32;
@@ -1068,18 +1068,18 @@ static void step_remote_error(struct side *s)
 		expect_ret(post_one(s->qp[RC_ERR_RANGE], &wr, &sge, 1), 0,
 			   "errors: ibv_post_send RDMA WRITE past the end of the peer's MR");
 		got = wait_wc(s->cq, 1001, &wc);
-		tap(got && wc.status == IBV_WC_REM_ACCESS_ERR,
-		    "errors: ... completes with a remote access error (%s)",
-		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		tap_ok(got && wc.status == IBV_WC_REM_ACCESS_ERR,
+		       "errors: ... completes with a remote access error (%s)",
+		       got ? ibv_wc_status_str(wc.status) : "no completion");
 	}
 	barrier(s, 16);
 	if (s->me == 1) {
 		static const uint8_t zero[32];
 
-		tap(check_pattern(s->buf + OFF_WRITE_DST, WRITE_LEN,
+		tap_ok(check_pattern(s->buf + OFF_WRITE_DST, WRITE_LEN,
 				  3 - s->me + 10) < 0 &&
-		    !memcmp(s->buf + BUF_SIZE - 32, zero, sizeof(zero)),
-		    "errors: the refused WRITEs changed nothing here");
+		       !memcmp(s->buf + BUF_SIZE - 32, zero, sizeof(zero)),
+		       "errors: the refused WRITEs changed nothing here");
 	}
 }
 
@@ -1209,16 +1209,16 @@ static void step_fence(struct side *s)
 		       "fence: fenced RDMA WRITE");
 	badr = check_pattern(s->buf + OFF_FENCE_LOCAL, FENCE_LEN,
 			     3 - s->me + 80);
-	tap(badr < 0, "fence: the READ brought the peer's bytes (first bad byte %ld)",
-	    badr);
+	tap_ok(badr < 0, "fence: the READ brought the peer's bytes (first bad byte %ld)",
+	       badr);
 	barrier(s, 31);
 
 	badw = check_pattern(s->buf + OFF_FENCE_DST, FENCE_LEN, s->me + 80);
 	stale = badw >= 0 && s->buf[OFF_FENCE_DST + badw] ==
 			     pattern_byte(3 - s->me + 90, badw);
-	tap(badw < 0,
-	    "fence: the peer's fenced WRITE carried what its READ had brought (first bad byte %ld%s)",
-	    badw, stale ? ", from the stale buffer" : "");
+	tap_ok(badw < 0,
+	       "fence: the peer's fenced WRITE carried what its READ had brought (first bad byte %ld%s)",
+	       badw, stale ? ", from the stale buffer" : "");
 	barrier(s, 32);
 }
 
@@ -1240,9 +1240,9 @@ static void step_rd_atomic(struct side *s)
 
 	ret = ibv_query_qp(qp, &a, IBV_QP_MAX_QP_RD_ATOMIC |
 			   IBV_QP_MAX_DEST_RD_ATOMIC, &init);
-	tap(!ret && a.max_rd_atomic == 1 && a.max_dest_rd_atomic == 1,
-	    "rd_atomic: the QP has max_rd_atomic %u, max_dest_rd_atomic %u (expected 1, 1)",
-	    a.max_rd_atomic, a.max_dest_rd_atomic);
+	tap_ok(!ret && a.max_rd_atomic == 1 && a.max_dest_rd_atomic == 1,
+	       "rd_atomic: the QP has max_rd_atomic %u, max_dest_rd_atomic %u (expected 1, 1)",
+	       a.max_rd_atomic, a.max_dest_rd_atomic);
 	fill(s->buf + OFF_RD1_SRC, RD1_NUM * RD1_LEN, s->me + 110);
 	memset(s->buf + OFF_RD1_DST, 0xee, RD1_NUM * RD1_LEN);
 	barrier(s, 33);
@@ -1264,15 +1264,15 @@ static void step_rd_atomic(struct side *s)
 		    wc.opcode == IBV_WC_RDMA_READ)
 			ok++;
 		else
-			diag("rd_atomic: READ %d: %s", i,
-			     got ? ibv_wc_status_str(wc.status) :
+			tap_diag("rd_atomic: READ %d: %s", i,
+				 got ? ibv_wc_status_str(wc.status) :
 				   "no completion");
 	}
-	tap(ok == RD1_NUM, "rd_atomic: all 32 READs complete (%d)", ok);
+	tap_ok(ok == RD1_NUM, "rd_atomic: all 32 READs complete (%d)", ok);
 	badb = check_pattern(s->buf + OFF_RD1_DST, RD1_NUM * RD1_LEN,
 			     3 - s->me + 110);
-	tap(badb < 0, "rd_atomic: the 32 READs brought the peer's 512 KiB (first bad byte %ld)",
-	    badb);
+	tap_ok(badb < 0, "rd_atomic: the 32 READs brought the peer's 512 KiB (first bad byte %ld)",
+	       badb);
 	barrier(s, 34);
 }
 
@@ -1293,9 +1293,9 @@ static void step_unsignaled(struct side *s)
 	double deadline;
 	long badb;
 
-	tap(!ibv_query_qp(qp, &a, IBV_QP_CAP, &init) && !init.sq_sig_all,
-	    "unsignaled: the QP signals only the work requests that ask (sq_sig_all %d)",
-	    init.sq_sig_all);
+	tap_ok(!ibv_query_qp(qp, &a, IBV_QP_CAP, &init) && !init.sq_sig_all,
+	       "unsignaled: the QP signals only the work requests that ask (sq_sig_all %d)",
+	       init.sq_sig_all);
 	fill(s->buf + OFF_UNSIG_SRC, UNSIG_ROUNDS * UNSIG_SQ * UNSIG_LEN,
 	     s->me + 120);
 	memset(s->buf + OFF_UNSIG_DST, 0, UNSIG_ROUNDS * UNSIG_SQ * UNSIG_LEN);
@@ -1340,19 +1340,19 @@ static void step_unsignaled(struct side *s)
 		    wc[i].wr_id == 1700 + (uint64_t)i * UNSIG_SQ + UNSIG_SQ - 1)
 			ok++;
 		else
-			diag("unsignaled: completion %d: wr_id %llu, %s", i,
-			     (unsigned long long)wc[i].wr_id,
-			     ibv_wc_status_str(wc[i].status));
+			tap_diag("unsignaled: completion %d: wr_id %llu, %s", i,
+				 (unsigned long long)wc[i].wr_id,
+				 ibv_wc_status_str(wc[i].status));
 	}
-	tap(n == UNSIG_ROUNDS && ok == UNSIG_ROUNDS,
-	    "unsignaled: exactly the 4 signaled WRITEs completed (%d completions, %d of them right)",
-	    n, ok);
+	tap_ok(n == UNSIG_ROUNDS && ok == UNSIG_ROUNDS,
+	       "unsignaled: exactly the 4 signaled WRITEs completed (%d completions, %d of them right)",
+	       n, ok);
 	barrier(s, 36);
 	badb = check_pattern(s->buf + OFF_UNSIG_DST,
 			     UNSIG_ROUNDS * UNSIG_SQ * UNSIG_LEN,
 			     3 - s->me + 120);
-	tap(badb < 0, "unsignaled: the peer's 64 WRITEs all landed (first bad byte %ld)",
-	    badb);
+	tap_ok(badb < 0, "unsignaled: the peer's 64 WRITEs all landed (first bad byte %ld)",
+	       badb);
 }
 
 /*
@@ -1389,15 +1389,15 @@ static void step_solicited(struct side *s)
 	/* The peer's SEND completed too: its receive is in our CQ. */
 	barrier(s, 38);
 	ev = poll(&pfd, 1, SOL_QUIET_MS);
-	tap(ev == 0, "solicited: no completion event within %d ms of the peer's plain SEND (poll %d)",
-	    SOL_QUIET_MS, ev);
+	tap_ok(ev == 0, "solicited: no completion event within %d ms of the peer's plain SEND (poll %d)",
+	       SOL_QUIET_MS, ev);
 	got = wait_wc(s->cq_sol, 1800, &wc);
-	tap(got && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
-	    wc.byte_len == 1000 &&
-	    check_pattern(s->buf + OFF_MISC_RX, 1000, 3 - s->me + 130) < 0,
-	    "solicited: ... though its receive completed (%s, %u bytes)",
-	    got ? ibv_wc_status_str(wc.status) : "no completion",
-	    wc.byte_len);
+	tap_ok(got && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+	       wc.byte_len == 1000 &&
+	       check_pattern(s->buf + OFF_MISC_RX, 1000, 3 - s->me + 130) < 0,
+	       "solicited: ... though its receive completed (%s, %u bytes)",
+	       got ? ibv_wc_status_str(wc.status) : "no completion",
+	       wc.byte_len);
 	if (ev == 1 && !ibv_get_cq_event(s->ch_sol, &ev_cq, &ev_ctx))
 		ibv_ack_cq_events(ev_cq, 1);
 	barrier(s, 39);
@@ -1408,20 +1408,20 @@ static void step_solicited(struct side *s)
 	expect_ret(post_one(qp, &wr, &sge, 1), 0,
 		   "solicited: ibv_post_send a SEND with IBV_SEND_SOLICITED");
 	ev_cq = NULL;
-	tap(poll(&pfd, 1, (int)(TIMEOUT * 1000)) == 1 &&
-	    !ibv_get_cq_event(s->ch_sol, &ev_cq, &ev_ctx) &&
-	    ev_cq == s->cq_sol && ev_ctx == s,
-	    "solicited: the peer's solicited SEND raises the event");
+	tap_ok(poll(&pfd, 1, (int)(TIMEOUT * 1000)) == 1 &&
+	       !ibv_get_cq_event(s->ch_sol, &ev_cq, &ev_ctx) &&
+	       ev_cq == s->cq_sol && ev_ctx == s,
+	       "solicited: the peer's solicited SEND raises the event");
 	if (ev_cq)
 		ibv_ack_cq_events(ev_cq, 1);
 	memset(&wc, 0, sizeof(wc));
 	got = wait_wc(s->cq_sol, 1801, &wc);
 	fill(ref, sizeof(ref), 3 - s->me + 130);
-	tap(got && wc.status == IBV_WC_SUCCESS && wc.byte_len == 1000 &&
-	    !memcmp(s->buf + OFF_MISC_RX + 4096, ref + 1000, 1000),
-	    "solicited: ... and its receive is there (%s, %u bytes)",
-	    got ? ibv_wc_status_str(wc.status) : "no completion",
-	    wc.byte_len);
+	tap_ok(got && wc.status == IBV_WC_SUCCESS && wc.byte_len == 1000 &&
+	       !memcmp(s->buf + OFF_MISC_RX + 4096, ref + 1000, 1000),
+	       "solicited: ... and its receive is there (%s, %u bytes)",
+	       got ? ibv_wc_status_str(wc.status) : "no completion",
+	       wc.byte_len);
 	expect_send_wc(s->cq2, 1811, IBV_WC_SEND, "solicited: solicited SEND");
 	barrier(s, 40);
 }
@@ -1461,33 +1461,33 @@ static void step_rnr(struct side *s)
 		expect_ret(ibv_post_send(qp, wr, &bad), 0,
 			   "rnr: ibv_post_send 2 SENDs to a QP with no receive posted, rnr_retry 0");
 		got = wait_wc(s->cq, 1900, &wc);
-		tap(got && wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
-		    "rnr: the first completes with an RNR retry exceeded error (%s)",
-		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		tap_ok(got && wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
+		       "rnr: the first completes with an RNR retry exceeded error (%s)",
+		       got ? ibv_wc_status_str(wc.status) : "no completion");
 		got = wait_wc(s->cq, 1901, &wc);
-		tap(got && wc.status == IBV_WC_WR_FLUSH_ERR,
-		    "rnr: ... the second is flushed (%s)",
-		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		tap_ok(got && wc.status == IBV_WC_WR_FLUSH_ERR,
+		       "rnr: ... the second is flushed (%s)",
+		       got ? ibv_wc_status_str(wc.status) : "no completion");
 		st = qp_state(qp);
-		tap(st == IBV_QPS_ERR, "rnr: the QP is in the error state (%d)",
-		    st);
+		tap_ok(st == IBV_QPS_ERR, "rnr: the QP is in the error state (%d)",
+		       st);
 		wr[0].wr_id = 1902;
 		wr[0].next = NULL;
 		expect_ret(ibv_post_send(qp, wr, &bad), 0,
 			   "rnr: ibv_post_send a SEND on the QP in error");
 		got = wait_wc(s->cq, 1902, &wc);
-		tap(got && wc.status == IBV_WC_WR_FLUSH_ERR,
-		    "rnr: ... it is flushed (%s)",
-		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		tap_ok(got && wc.status == IBV_WC_WR_FLUSH_ERR,
+		       "rnr: ... it is flushed (%s)",
+		       got ? ibv_wc_status_str(wc.status) : "no completion");
 	}
 	barrier(s, 51);
 	v = counter_grew(s, counter, before);
-	tap(v >= 0, "rnr: %s counted the RNR NAK (%lld before, %lld after)",
-	    counter, before, v);
+	tap_ok(v >= 0, "rnr: %s counted the RNR NAK (%lld before, %lld after)",
+	       counter, before, v);
 	if (s->me == 1) {
 		st = qp_state(s->qp[RC_RNR]);
-		tap(st == IBV_QPS_RTS,
-		    "rnr: the responder's QP stays ready to send (%d)", st);
+		tap_ok(st == IBV_QPS_RTS,
+		       "rnr: the responder's QP stays ready to send (%d)", st);
 	}
 
 	/* The receive comes RNR_DELAY_US after the SEND. */
@@ -1504,13 +1504,13 @@ static void step_rnr(struct side *s)
 		memset(&wc, 0, sizeof(wc));
 		got = wait_wc(s->cq, 1910, &wc);
 		waited = now_sec() - t0;
-		tap(got && wc.status == IBV_WC_SUCCESS &&
-		    wc.opcode == IBV_WC_SEND,
-		    "rnr: ... it completes once the receive is posted (%s)",
-		    got ? ibv_wc_status_str(wc.status) : "no completion");
-		tap(waited >= RNR_DELAY_US / 2 / 1e6,
-		    "rnr: ... after waiting for it (%.0f ms, the receive came after %d ms)",
-		    waited * 1000, RNR_DELAY_US / 1000);
+		tap_ok(got && wc.status == IBV_WC_SUCCESS &&
+		       wc.opcode == IBV_WC_SEND,
+		       "rnr: ... it completes once the receive is posted (%s)",
+		       got ? ibv_wc_status_str(wc.status) : "no completion");
+		tap_ok(waited >= RNR_DELAY_US / 2 / 1e6,
+		       "rnr: ... after waiting for it (%.0f ms, the receive came after %d ms)",
+		       waited * 1000, RNR_DELAY_US / 1000);
 	} else {
 		usleep(RNR_DELAY_US);
 		expect_ret(post_recv_at(s, s->qp[RC_RNR_WAIT], 1911, OFF_MISC_RX,
@@ -1518,17 +1518,17 @@ static void step_rnr(struct side *s)
 			   "rnr: ibv_post_recv 150 ms after the peer's SEND");
 		memset(&wc, 0, sizeof(wc));
 		got = wait_wc(s->cq, 1911, &wc);
-		tap(got && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
-		    check_pattern(s->buf + OFF_MISC_RX, 3000,
+		tap_ok(got && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
+		       check_pattern(s->buf + OFF_MISC_RX, 3000,
 				  3 - s->me + 140) < 0,
-		    "rnr: the SEND lands in the late receive (%s, %u bytes)",
-		    got ? ibv_wc_status_str(wc.status) : "no completion",
-		    wc.byte_len);
+		       "rnr: the SEND lands in the late receive (%s, %u bytes)",
+		       got ? ibv_wc_status_str(wc.status) : "no completion",
+		       wc.byte_len);
 	}
 	barrier(s, 53);
 	v = counter_grew(s, counter, before);
-	tap(v >= 0, "rnr: %s counted RNR NAKs while the SEND waited (%lld before, %lld after)",
-	    counter, before, v);
+	tap_ok(v >= 0, "rnr: %s counted RNR NAKs while the SEND waited (%lld before, %lld after)",
+	       counter, before, v);
 }
 
 static bool qp_event(enum ibv_event_type type)
@@ -1638,11 +1638,11 @@ static void step_access(struct side *s)
 		expect_ret(post_one(qp, &wr, &sge, 1), 0, msg);
 		memset(&wc, 0, sizeof(wc));
 		got = wait_wc(s->cq, 2000 + 10 * i, &wc);
-		tap(got && wc.status == IBV_WC_SUCCESS &&
-		    (i == ACC_NO_READ ? !memcmp(res, ref + 2048, 8) :
+		tap_ok(got && wc.status == IBV_WC_SUCCESS &&
+		       (i == ACC_NO_READ ? !memcmp(res, ref + 2048, 8) :
 					!memcmp(local, ref, 256)),
-		    "access: ... the rkey works for what the MR allows (%s)",
-		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		       "access: ... the rkey works for what the MR allows (%s)",
+		       got ? ibv_wc_status_str(wc.status) : "no completion");
 
 		/* And what it does not. */
 		memset(local, 0xee, 256);
@@ -1666,32 +1666,32 @@ static void step_access(struct side *s)
 		expect_ret(post_one(qp, &wr, &sge, 1), 0, msg);
 		memset(&wc, 0, sizeof(wc));
 		got = wait_wc(s->cq, 2001 + 10 * i, &wc);
-		tap(got && wc.status == IBV_WC_REM_ACCESS_ERR,
-		    "access: ... completes with a remote access error (%s)",
-		    got ? ibv_wc_status_str(wc.status) : "no completion");
+		tap_ok(got && wc.status == IBV_WC_REM_ACCESS_ERR,
+		       "access: ... completes with a remote access error (%s)",
+		       got ? ibv_wc_status_str(wc.status) : "no completion");
 		if (i == ACC_NO_READ) {
 			int j = 0;
 
 			while (j < 256 && local[j] == 0xee)
 				j++;
-			tap(j == 256,
-			    "access: ... and brought nothing here (first changed byte %d)",
-			    j < 256 ? j : -1);
+			tap_ok(j == 256,
+			       "access: ... and brought nothing here (first changed byte %d)",
+			       j < 256 ? j : -1);
 		} else if (i == ACC_NO_ATOMIC) {
-			tap(*res == ~0ULL,
-			    "access: ... and returned nothing here (0x%llx)",
-			    (unsigned long long)*res);
+			tap_ok(*res == ~0ULL,
+			       "access: ... and returned nothing here (0x%llx)",
+			       (unsigned long long)*res);
 		}
 	}
 	for (i = 0; i < NUM_ACC; i++)
 		qps[i] = s->qp[qpi[i]];
 	if (s->me == 2) {
 		qp_events(s, qps, NUM_ACC, type, 0.3);
-		tap(type[0] < 0 && type[1] < 0 && type[2] < 0,
-		    "access: no async event for the requester's QPs (%s, %s, %s)",
-		    type[0] < 0 ? "none" : ibv_event_type_str(type[0]),
-		    type[1] < 0 ? "none" : ibv_event_type_str(type[1]),
-		    type[2] < 0 ? "none" : ibv_event_type_str(type[2]));
+		tap_ok(type[0] < 0 && type[1] < 0 && type[2] < 0,
+		       "access: no async event for the requester's QPs (%s, %s, %s)",
+		       type[0] < 0 ? "none" : ibv_event_type_str(type[0]),
+		       type[1] < 0 ? "none" : ibv_event_type_str(type[1]),
+		       type[2] < 0 ? "none" : ibv_event_type_str(type[2]));
 	}
 	barrier(s, 56);
 	if (s->me != 1)
@@ -1702,14 +1702,14 @@ static void step_access(struct side *s)
 					  s->me + 100 + i);
 		enum ibv_qp_state st;
 
-		tap(badb < 0, "access: the refused %s changed nothing (first bad byte %ld)",
-		    what[i], badb);
-		tap(type[i] == IBV_EVENT_QP_ACCESS_ERR,
-		    "access: ... and gave its QP here a local access violation event (%s)",
-		    type[i] >= 0 ? ibv_event_type_str(type[i]) : "none");
+		tap_ok(badb < 0, "access: the refused %s changed nothing (first bad byte %ld)",
+		       what[i], badb);
+		tap_ok(type[i] == IBV_EVENT_QP_ACCESS_ERR,
+		       "access: ... and gave its QP here a local access violation event (%s)",
+		       type[i] >= 0 ? ibv_event_type_str(type[i]) : "none");
 		st = qp_state(qps[i]);
-		tap(st == IBV_QPS_ERR,
-		    "access: ... and the error state (%d)", st);
+		tap_ok(st == IBV_QPS_ERR,
+		       "access: ... and the error state (%d)", st);
 	}
 }
 
@@ -1730,13 +1730,13 @@ static void step_srq_error(struct side *s)
 	expect_ret(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0,
 		   "SRQ: the SRQ's QP to the error state");
 	qp_events(s, qps, 1, type, TIMEOUT);
-	tap(type[0] == IBV_EVENT_QP_LAST_WQE_REACHED,
-	    "SRQ: ... IBV_EVENT_QP_LAST_WQE_REACHED for it (%s)",
-	    type[0] >= 0 ? ibv_event_type_str(type[0]) : "none");
+	tap_ok(type[0] == IBV_EVENT_QP_LAST_WQE_REACHED,
+	       "SRQ: ... IBV_EVENT_QP_LAST_WQE_REACHED for it (%s)",
+	       type[0] >= 0 ? ibv_event_type_str(type[0]) : "none");
 	usleep(100000);
 	n = ibv_poll_cq(s->cq2, 1, &wc);
-	tap(n == 0, "SRQ: the receives it never took stay in the SRQ (%d completed)",
-	    n);
+	tap_ok(n == 0, "SRQ: the receives it never took stay in the SRQ (%d completed)",
+	       n);
 	barrier(s, 41);
 }
 
@@ -1775,26 +1775,26 @@ static void step_cq_overflow(struct side *s)
 		sge = sge_at(s, OFF_UNSIG_SRC + i * 64, 64);
 		posted += !post_one(qp, &wr, &sge, 1);
 	}
-	tap(posted == CQ_OVF_WRS, "cq overflow: %d signaled WRITEs posted (%d)",
-	    CQ_OVF_WRS, posted);
+	tap_ok(posted == CQ_OVF_WRS, "cq overflow: %d signaled WRITEs posted (%d)",
+	       CQ_OVF_WRS, posted);
 	got = wait_async(s, IBV_EVENT_CQ_ERR, &ev);
-	tap(got && ev.element.cq == s->cq_ovf,
-	    "cq overflow: IBV_EVENT_CQ_ERR on the CQ of %d", CQ_OVF_CQE);
+	tap_ok(got && ev.element.cq == s->cq_ovf,
+	       "cq overflow: IBV_EVENT_CQ_ERR on the CQ of %d", CQ_OVF_CQE);
 	deadline = now_sec() + TIMEOUT;
 	while (qp_state(qp) != IBV_QPS_ERR && now_sec() < deadline)
 		usleep(1000);
-	tap(qp_state(qp) == IBV_QPS_ERR,
-	    "cq overflow: the QP whose completion was lost is in the error state (%d)",
-	    qp_state(qp));
+	tap_ok(qp_state(qp) == IBV_QPS_ERR,
+	       "cq overflow: the QP whose completion was lost is in the error state (%d)",
+	       qp_state(qp));
 	/* Its flushed work requests find the CQ full as well. */
 	usleep(100000);
 	n = ibv_poll_cq(s->cq_ovf, CQ_OVF_WRS, wc);
 	for (i = 0; i < n; i++)
 		ok += wc[i].status == IBV_WC_SUCCESS &&
 		      wc[i].wr_id == 2000u + i;
-	tap(n == CQ_OVF_CQE && ok == CQ_OVF_CQE,
-	    "cq overflow: the %d completions that fit, successful, in order (%d, %d ok)",
-	    CQ_OVF_CQE, n, ok);
+	tap_ok(n == CQ_OVF_CQE && ok == CQ_OVF_CQE,
+	       "cq overflow: the %d completions that fit, successful, in order (%d, %d ok)",
+	       CQ_OVF_CQE, n, ok);
 	if (ok != CQ_OVF_CQE)
 		for (i = 0; i < n; i++)
 			printf("# cq overflow: completion %d: wr_id %llu, %s\n", i,
@@ -1807,9 +1807,9 @@ static void step_cq_overflow(struct side *s)
 	sge = sge_at(s, OFF_UNSIG_SRC, 64);
 	post_one(qp, &wr, &sge, 1);
 	got = wait_wc(s->cq_ovf, 2100, &wc[0]);
-	tap(got && wc[0].status == IBV_WC_WR_FLUSH_ERR,
-	    "cq overflow: a WRITE posted then is flushed (%s)",
-	    got ? ibv_wc_status_str(wc[0].status) : "no completion");
+	tap_ok(got && wc[0].status == IBV_WC_WR_FLUSH_ERR,
+	       "cq overflow: a WRITE posted then is flushed (%s)",
+	       got ? ibv_wc_status_str(wc[0].status) : "no completion");
 	barrier(s, 43);
 }
 
@@ -1836,13 +1836,14 @@ static void teardown(struct side *s)
 	ret |= ibv_dereg_mr(s->mr);
 	ret |= ibv_dealloc_pd(s->pd);
 	ret |= ibv_close_device(s->ctx);
-	tap(!ret, "every object destroyed");
+	tap_ok(!ret, "every object destroyed");
 }
 
 int main(int argc, char **argv)
 {
 	struct side s = {};
 
+	tap_start();
 	if (argc == 4 && !strcmp(argv[1], "server")) {
 		s.me = 1;
 		setup(&s, argv[2]);
@@ -1882,5 +1883,5 @@ int main(int argc, char **argv)
 	teardown(&s);
 	close(s.sock);
 	free(s.buf);
-	return done_testing();
+	return tap_done();
 }

@@ -5,8 +5,20 @@
 #
 #   selftests/vm/run -- userspace/provider/tests/vm_verbs.sh [SUBTEST...]
 #
-# Two hosts, network namespaces mrva (10.77.0.1) and mrvb (10.77.0.2) joined
-# by a veth pair, with a metaroce device on each end (mrva_dev, mrvb_dev):
+#   matching       libibverbs hands metaroce devices to libmetaroce
+#                  whatever their names: foo (sysfs metaroce/abi_version
+#                  1, listed by ibv_devices with its node GUID, its RoCE v2
+#                  GID in ibv_devinfo) and bar, then foo renamed renamed0;
+#                  tests/mr_verbs_test (device, port, GIDs, PDs, two
+#                  contexts) passes on each; deleted, they are no longer
+#                  listed
+#   rxe_beside     an rxe device on the other end of foo's veth goes to
+#                  rxe's provider (no metaroce/abi_version), foo stays with
+#                  libmetaroce, ibv_devinfo works on both
+#
+# The other subtests run between two hosts, network namespaces mrva
+# (10.77.0.1) and mrvb (10.77.0.2) joined by a veth pair, with a metaroce
+# device on each end (mrva_dev, mrvb_dev):
 #
 #   objects        every verbs object and the errors of invalid calls
 #                  (tests/verbs_objects.c), on one device
@@ -82,6 +94,7 @@ top=$(cd "$here/../../.." && pwd)
 . "$top/selftests/metaroce/lib.sh"
 
 build=${MR_PROVIDER_BUILD:-$top/build/userspace/provider}
+verbs_test=$build/tests/mr_verbs_test
 objects_test=$build/tests/verbs_objects
 pair_test=$build/tests/verbs_pair
 fuzz_test=$build/tests/ring_fuzz
@@ -95,8 +108,8 @@ mr_require_module
 # The provider's name carries libibverbs' private ABI number (-rdmav34.so,
 # -rdmav65.so, ...): whichever was built for this userland.
 provider_lib=$(compgen -G "$build/libmetaroce-rdmav*.so" | head -n 1 || true)
-for f in "${provider_lib:-$build/libmetaroce-rdmav<n>.so}" "$objects_test" "$pair_test" \
-	"$fuzz_test" "$fork_exit_test"; do
+for f in "${provider_lib:-$build/libmetaroce-rdmav<n>.so}" "$verbs_test" \
+	"$objects_test" "$pair_test" "$fuzz_test" "$fork_exit_test"; do
 	[[ -e $f ]] || mr_skip_all "$f is missing: run make -C userspace first"
 done
 [[ $# -eq 0 ]] || MR_TEST_ONLY="$*"
@@ -108,27 +121,8 @@ two_hosts() {
 	ip -n mrvb addr add 10.77.0.2/24 dev mrvb0
 	mr_link_add mrva_dev mrva0 mrva
 	mr_link_add mrvb_dev mrvb0 mrvb
-	assert_wait "mrva_dev has the RoCE v2 GID of 10.77.0.1" 10 \
-		gid_index mrva_dev 10.77.0.1
-	assert_wait "mrvb_dev has the RoCE v2 GID of 10.77.0.2" 10 \
-		gid_index mrvb_dev 10.77.0.2
-}
-
-# gid_index DEVICE IPV4: index of the RoCE v2 GID ::ffff:IPV4 of port 1.
-gid_index() {
-	local dir=/sys/class/infiniband/$1/ports/1 want f i a b c d
-	IFS=. read -r a b c d <<<"$2"
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
-		"$a" "$b" "$c" "$d")
-	for f in "$dir"/gids/*; do
-		i=${f##*/}
-		[[ $(cat "$f" 2>/dev/null) == "$want" ]] || continue
-		[[ $(cat "$dir/gid_attrs/types/$i" 2>/dev/null) == "RoCE v2" ]] ||
-			continue
-		echo "$i"
-		return 0
-	done
-	return 1
+	mr_wait_dev mrva_dev 10.77.0.1
+	mr_wait_dev mrvb_dev 10.77.0.2
 }
 
 # in_ns NS CMD...: CMD in namespace NS, bounded by the program timeout.
@@ -171,6 +165,73 @@ server_client() {
 	((rc_c == 0)) || mr_fail "client exited with $rc_c"
 }
 
+# owner DEV PROVIDER: libibverbs hands DEV to PROVIDER (mr_verbs_test --owner).
+owner() {
+	"$verbs_test" --owner "$1" "$2" || mr_fail "$1 is not handled by $2"
+}
+
+# verbs DEV: mr_verbs_test's device, port, GID and PD tests pass on DEV.
+verbs() {
+	"$verbs_test" "$1" || mr_fail "mr_verbs_test $1 failed"
+}
+
+# listed DEV GUID: ibv_devices lists DEV with node GUID GUID (no colons).
+listed() {
+	ibv_devices | awk -v d="$1" -v g="$2" '$1 == d && $2 == g { f = 1 }
+		END { exit !f }'
+}
+
+# Devices in the initial namespace, on veth pairs mrt-a0/mrt-a1 (192.0.2.1
+# on mrt-a0) and mrt-b0/mrt-b1 (198.51.100.1 on mrt-b0).
+matching_links() {
+	mr_veth mrt-a0 mrt-a1
+	mr_veth mrt-b0 mrt-b1
+	ip addr add 192.0.2.1/24 dev mrt-a0
+	ip addr add 198.51.100.1/24 dev mrt-b0
+	mr_link_add foo mrt-a0
+}
+
+matching() {
+	local guid
+	matching_links
+	assert_eq "foo's metaroce/abi_version" 1 \
+		"$(cat /sys/class/infiniband/foo/metaroce/abi_version)"
+	guid=$(tr -d : </sys/class/infiniband/foo/node_guid)
+	assert_ok "ibv_devices lists foo with its node GUID $guid" \
+		listed foo "$guid"
+	mr_wait_dev foo 192.0.2.1
+	assert_match "ibv_devinfo -v -d foo: the RoCE v2 GID of 192.0.2.1" \
+		"GID\[ *[0-9]+\]:[[:space:]]+::ffff:192\.0\.2\.1, RoCE v2" \
+		"$(ibv_devinfo -v -d foo 2>&1)"
+	verbs foo
+	# Any name, and renames, are matched through sysfs, not by name.
+	mr_link_add bar mrt-b0
+	owner bar metaroce
+	verbs bar
+	mr_defer rdma link delete renamed0
+	assert_ok "rdma dev set foo name renamed0" rdma dev set foo name renamed0
+	owner renamed0 metaroce
+	verbs renamed0
+	assert_ok "rdma link delete renamed0" rdma link delete renamed0
+	assert_ok "rdma link delete bar" rdma link delete bar
+	! mr_ibv_has renamed0 || mr_fail "ibv_devices still lists renamed0"
+	! mr_ibv_has bar || mr_fail "ibv_devices still lists bar"
+}
+
+rxe_beside() {
+	modprobe rdma_rxe 2>/dev/null || mr_skip "rdma_rxe is not available"
+	matching_links
+	mr_defer rdma link delete r0
+	assert_ok "rdma link add r0 type rxe netdev mrt-a1" \
+		rdma link add r0 type rxe netdev mrt-a1
+	owner r0 rxe
+	owner foo metaroce
+	assert_ok "ibv_devinfo -d r0" ibv_devinfo -d r0
+	assert_ok "ibv_devinfo -d foo" ibv_devinfo -d foo
+	[[ ! -e /sys/class/infiniband/r0/metaroce/abi_version ]] ||
+		mr_fail "r0 has a metaroce/abi_version"
+}
+
 objects() {
 	two_hosts
 	in_ns mrva "$objects_test" mrva_dev || mr_fail "verbs_objects failed"
@@ -187,8 +248,8 @@ pingpong() {
 	local prog=ibv_$1_pingpong ga gb
 	shift
 	two_hosts
-	ga=$(gid_index mrva_dev 10.77.0.1)
-	gb=$(gid_index mrvb_dev 10.77.0.2)
+	ga=$(mr_gid_index mrva_dev 10.77.0.1)
+	gb=$(mr_gid_index mrvb_dev 10.77.0.2)
 	server_client 18601 "$prog" -d mrva_dev -g "$ga" -p 18601 -c "$@" -- \
 		"$prog" -d mrvb_dev -g "$gb" -p 18601 -c "$@" 10.77.0.1
 }
@@ -204,8 +265,8 @@ srq_pingpong() { pingpong srq -n 20 -q 4; }
 # hosts, counted with strace), in $calls.
 pingpong_calls() {
 	local ga gb trace
-	ga=$(gid_index mrva_dev 10.77.0.1)
-	gb=$(gid_index mrvb_dev 10.77.0.2)
+	ga=$(mr_gid_index mrva_dev 10.77.0.1)
+	gb=$(mr_gid_index mrvb_dev 10.77.0.2)
 	trace=$(mktemp)
 	mr_defer rm -f "$trace"
 	server_client 18602 ibv_rc_pingpong -d mrva_dev -g "$ga" -p 18602 \
@@ -273,8 +334,8 @@ stream_calls() {
 	local n=$1 side=$2 tool=$3 ga gb trace out try pid
 	local -a tracer st=() ct=()
 	shift 3
-	ga=$(gid_index mrva_dev 10.77.0.1)
-	gb=$(gid_index mrvb_dev 10.77.0.2)
+	ga=$(mr_gid_index mrva_dev 10.77.0.1)
+	gb=$(mr_gid_index mrvb_dev 10.77.0.2)
 	trace=$(mktemp)
 	out=$(mktemp)
 	mr_defer rm -f "$trace" "$out" "$out.cli"
@@ -368,8 +429,8 @@ ud_syscalls() {
 ring_fuzz() {
 	local ga gb out pid rc=0
 	two_hosts
-	ga=$(gid_index mrva_dev 10.77.0.1)
-	gb=$(gid_index mrvb_dev 10.77.0.2)
+	ga=$(mr_gid_index mrva_dev 10.77.0.1)
+	gb=$(mr_gid_index mrvb_dev 10.77.0.2)
 	out=$(mktemp)
 	mr_defer rm -f "$out" "$out.cli"
 	in_ns mrva ibv_rc_pingpong -d mrva_dev -g "$ga" -p 18604 -c -n 3000 \
@@ -402,6 +463,8 @@ exit_() {
 		"$fork_exit_test" exit client mrvb_dev 10.77.0.1 18606
 }
 
+mr_run matching matching
+mr_run rxe_beside rxe_beside
 mr_run objects objects
 mr_run pair pair
 mr_run rc_pingpong rc_pingpong
