@@ -70,4 +70,12 @@
  */
 #define METAROCE_MTU_OVERHEAD		124
 
+/*
+ * The same over IPv4 (20-byte header, no options): 104. RC data segments
+ * carry what the netdev MTU leaves after the overhead of the connection's
+ * address family, at most 4096 bytes (MR_MAX_PAYLOAD) and at least 256:
+ * 1396 bytes at 1500 over IPv4, 1376 over IPv6, 4096 at 9000.
+ */
+#define METAROCE_MTU_OVERHEAD_IPV4	104
+
 #endif /* _METAROCE_LIMITS_H */

@@ -88,6 +88,7 @@ struct mr_port {
 	enum ib_port_state state;
 	enum ib_port_phys_state phys_state;
 	enum ib_mtu active_mtu;
+	unsigned int netdev_mtu;
 	u16 active_speed;
 	u8 active_width;
 	/* A state change could not be reported while registering. */
@@ -288,6 +289,7 @@ int mr_query_port(struct ib_device *ibdev, u32 port_num,
 int mr_get_port_immutable(struct ib_device *ibdev, u32 port_num,
 			  struct ib_port_immutable *immutable);
 enum ib_mtu mr_mtu_from_netdev(unsigned int netdev_mtu);
+u32 mr_rc_seg_size(struct mr_dev *dev, bool ipv4);
 
 /* netdev.c */
 int mr_netdev_init(void);

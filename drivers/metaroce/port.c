@@ -12,6 +12,7 @@
 #include <linux/rtnetlink.h>
 #include <rdma/ib_mad.h>
 
+#include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/udp.h>
 
@@ -19,6 +20,8 @@
 
 static_assert(METAROCE_MTU_OVERHEAD ==
 	      sizeof(struct ipv6hdr) + sizeof(struct udphdr) + MR_DATA_HLEN_MAX);
+static_assert(METAROCE_MTU_OVERHEAD_IPV4 ==
+	      sizeof(struct iphdr) + sizeof(struct udphdr) + MR_DATA_HLEN_MAX);
 
 /* Largest IB MTU that leaves room for METAROCE_MTU_OVERHEAD. */
 enum ib_mtu mr_mtu_from_netdev(unsigned int netdev_mtu)
@@ -34,6 +37,25 @@ enum ib_mtu mr_mtu_from_netdev(unsigned int netdev_mtu)
 			return mtus[i];
 	/* The smallest IB MTU, even if the netdev cannot carry it. */
 	return IB_MTU_256;
+}
+
+/*
+ * Payload of an RC data segment on this device, for a connection over IPv4
+ * or IPv6: as much as the netdev MTU carries (protocol.rst, section 5.5).
+ * Unlike UD, RC is not held to the IB path MTU, because every segment
+ * carries its own offset and a receiver accepts up to MR_MAX_PAYLOAD.
+ */
+u32 mr_rc_seg_size(struct mr_dev *dev, bool ipv4)
+{
+	u32 ovh = ipv4 ? METAROCE_MTU_OVERHEAD_IPV4 : METAROCE_MTU_OVERHEAD;
+	u32 mtu;
+
+	spin_lock(&dev->lock);
+	mtu = dev->port.netdev_mtu;
+	spin_unlock(&dev->lock);
+	if (mtu < ovh + 256)
+		return 256;
+	return min_t(u32, mtu - ovh, MR_MAX_PAYLOAD);
 }
 
 /*
@@ -116,6 +138,7 @@ void mr_port_update(struct mr_dev *dev, bool notify)
 		port.phys_state = IB_PORT_PHYS_STATE_LINK_UP;
 	}
 	port.active_mtu = mr_mtu_from_netdev(ndev->mtu);
+	port.netdev_mtu = ndev->mtu;
 	if (!__ethtool_get_link_ksettings(ndev, &ks))
 		mbps = ks.base.speed;
 	mr_speed_from_ethtool(mbps, &port.active_speed, &port.active_width);

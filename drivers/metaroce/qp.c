@@ -505,7 +505,7 @@ static void mr_eng_attr(const struct mr_ibqp *qp, struct mr_qp_attr *ea)
 	ea->dest_qpn = a->dest_qp_num;
 	ea->rq_psn = a->rq_psn;
 	ea->sq_psn = a->sq_psn;
-	ea->mtu = ib_mtu_enum_to_int(a->path_mtu ? a->path_mtu : IB_MTU_1024);
+	ea->seg_size = mr_rc_seg_size(qp->dev, qp->addr.ipv4);
 	ea->timeout_ns = mr_timeout_ns(a->timeout);
 	ea->min_rnr_timer = a->min_rnr_timer;
 	ea->retry_cnt = a->retry_cnt;

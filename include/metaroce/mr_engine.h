@@ -531,7 +531,7 @@ struct mr_qp_attr {
 	u32 dest_qpn;
 	u32 sq_psn;		/* first message number we send */
 	u32 rq_psn;		/* first message number we expect */
-	u32 mtu;		/* path MTU, bytes */
+	u32 seg_size;		/* payload of each data segment (256..cfg.mtu) */
 	u64 timeout_ns;		/* local ACK timeout; 0 = infinite */
 	u8 min_rnr_timer;	/* IB RNR timer code we send in RNR NAKs */
 	u8 retry_cnt;

@@ -5,6 +5,14 @@
 # 1024, 2048, 4096) that fits in the netdev MTU minus the IP/UDP/MetaRoCE
 # header overhead documented in Documentation/admin-guide.rst
 # (mtu_overhead). 1500 must give 1024 and 9000 must give 4096.
+#
+# RC data segments are not held to that IB MTU: they carry what the netdev
+# MTU leaves after the IP, UDP and largest MetaRoCE data header of the
+# connection's address family (protocol.rst 5.5), at most 4096 bytes.
+# Between two hosts over IPv4 and IPv6, at MTU 1500 and 9000,
+# ibv_rc_pingpong's client sends its SENDs: its data segment counter must
+# grow by exactly iterations x ceil(size / that segment size), and the
+# transfer must succeed (a segment too big for the MTU would not arrive).
 . "$(dirname "$0")/lib.sh"
 mr_require_module
 
@@ -39,5 +47,62 @@ follows_netdev() {
 	done
 }
 
+PORT=18521
+A_IP6=fd00:9:2::1 B_IP6=fd00:9:2::2
+
+# gid6_index DEV ADDR: the index of DEV's RoCE v2 GID for IPv6 ADDR.
+gid6_index() {
+	local port=/sys/class/infiniband/$1/ports/1 want f t
+	want=$(python3 -c 'import ipaddress, sys
+print(ipaddress.ip_address(sys.argv[1]).exploded)' "$2")
+	for f in $(grep -lx -- "$want" "$port"/gids/* 2>/dev/null); do
+		read -r t <"$port/gid_attrs/types/${f##*/}" 2>/dev/null || continue
+		[[ $t == "RoCE v2" ]] || continue
+		echo "${f##*/}"
+		return 0
+	done
+	return 1
+}
+
+# pingpong NAME GID_A GID_B SEG: 20 SENDs of 64 KiB from A, counted.
+pingpong() {
+	local name=$1 ga=$2 gb=$3 seg=$4 n=20 size=65536 before=$MR_TMP/$1.before
+	local want got
+	mr_stats "$MR_A_DEV" >"$before"
+	mr_pair "$name" "tcp:$PORT" \
+		ibv_rc_pingpong -d "$MR_B_DEV" -g "$gb" -p "$PORT" -s "$size" -n "$n" -- \
+		ibv_rc_pingpong -d "$MR_A_DEV" -g "$ga" -p "$PORT" -s "$size" -n "$n" "$MR_B_IP"
+	mr_stats "$MR_A_DEV" >"$MR_TMP/$name.after"
+	want=$((n * ((size + seg - 1) / seg)))
+	got=$(mr_stat_delta "$before" "$MR_TMP/$name.after" data_segments_tx) ||
+		mr_fail "no data_segments_tx counter"
+	assert_eq "$name: data segments of $n x $size bytes at $seg bytes each" \
+		"$want" "$got"
+}
+
+rc_segments() {
+	local ovh4 ovh6 mtu seg4 seg6 g6a g6b
+	ovh4=$(mr_doc_value mtu_overhead_ipv4)
+	ovh6=$(mr_doc_value mtu_overhead)
+	assert_eq "IPv4 segment at 1500" 1396 $((1500 - ovh4))
+	assert_eq "IPv6 segment at 1500" 1376 $((1500 - ovh6))
+	mr_two_hosts
+	ip -n "$MR_A_NS" addr add "$A_IP6/64" dev "$MR_A_IF" nodad
+	ip -n "$MR_B_NS" addr add "$B_IP6/64" dev "$MR_B_IF" nodad
+	assert_wait "$MR_A_DEV has a GID for $A_IP6" 10 gid6_index "$MR_A_DEV" "$A_IP6"
+	assert_wait "$MR_B_DEV has a GID for $B_IP6" 10 gid6_index "$MR_B_DEV" "$B_IP6"
+	g6a=$(gid6_index "$MR_A_DEV" "$A_IP6")
+	g6b=$(gid6_index "$MR_B_DEV" "$B_IP6")
+	for mtu in 1500 9000; do
+		ip -n "$MR_A_NS" link set "$MR_A_IF" mtu "$mtu"
+		ip -n "$MR_B_NS" link set "$MR_B_IF" mtu "$mtu"
+		seg4=$((mtu - ovh4 < 4096 ? mtu - ovh4 : 4096))
+		seg6=$((mtu - ovh6 < 4096 ? mtu - ovh6 : 4096))
+		pingpong "ipv4_$mtu" "$MR_A_GIDX" "$MR_B_GIDX" "$seg4"
+		pingpong "ipv6_$mtu" "$g6a" "$g6b" "$seg6"
+	done
+}
+
 mr_run follows_netdev follows_netdev
+mr_run rc_segments rc_segments
 mr_done

@@ -451,7 +451,7 @@ static void fz_connect(u32 i, int rts)
 	a.dest_qpn = PEER_QPN(i);
 	a.sq_psn = msn0 + i;
 	a.rq_psn = msn0 + 0x10 * i;
-	a.mtu = fz_mtu();
+	a.seg_size = fz_mtu();
 	a.timeout_ns = (S.setup[1] & FZ_SET_TIMEOUT) ? 1000000 : 0;
 	a.retry_cnt = 1;
 	a.rnr_retry = (S.setup[1] & FZ_SET_RNR_RETRY) ? 1 : 7;

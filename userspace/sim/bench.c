@@ -209,7 +209,7 @@ static void setup(struct bend *e, struct bend *peer, u32 epoch, u32 qpn,
 	at.dest_qpn = dqpn;
 	at.sq_psn = 1;
 	at.rq_psn = 1;
-	at.mtu = 4096;
+	at.seg_size = 4096;
 	at.retry_cnt = 7;
 	at.rnr_retry = 7;
 	at.max_rd_atomic = 1;

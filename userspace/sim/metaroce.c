@@ -464,7 +464,7 @@ void mr_flow_start(struct flow *f)
 	f->sq = qp_new(f, a, qa);
 	f->rq = qp_new(f, b, qb);
 	memset(&at, 0, sizeof(at));
-	at.mtu = S->cfg.mr.mtu;
+	at.seg_size = S->cfg.mr.mtu;
 	at.timeout_ns = QP_TIMEOUT_NS;
 	at.retry_cnt = 7;
 	at.rnr_retry = 7;

@@ -193,7 +193,7 @@ void ep_qp_attr_default(struct mr_qp_attr *a, u32 i)
 	a->dest_qpn = EP_PEER_QPN(i);
 	a->sq_psn = 0x100;
 	a->rq_psn = 0x200;
-	a->mtu = 1024;
+	a->seg_size = 1024;
 	a->timeout_ns = 0;
 	a->retry_cnt = 7;
 	a->rnr_retry = 7;

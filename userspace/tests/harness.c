@@ -298,7 +298,7 @@ void h_net_free(struct h_net *n)
 void h_attr_default(struct h_net *n, struct mr_qp_attr *a)
 {
 	memset(a, 0, sizeof(*a));
-	a->mtu = n->host[0].conn.cfg.mtu;
+	a->seg_size = n->host[0].conn.cfg.mtu;
 	a->timeout_ns = 0;
 	a->retry_cnt = 7;
 	a->rnr_retry = 7;
@@ -332,8 +332,8 @@ void h_connect_attr(struct h_net *n, u32 i, u32 psn_a, u32 psn_b,
 		a.dest_qpn = 0x100 + 0x10 * (1 - k) + i;
 		a.rq_psn = k ? psn_a : psn_b;
 		a.sq_psn = k ? psn_b : psn_a;
-		if (!a.mtu)
-			a.mtu = h->conn.cfg.mtu;
+		if (!a.seg_size)
+			a.seg_size = h->conn.cfg.mtu;
 		if (mr_qp_connect(&q->qp, &h->conn, &a, n->now) ||
 		    mr_qp_rts(&q->qp, &a, n->now))
 			abort();

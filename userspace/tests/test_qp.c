@@ -258,6 +258,60 @@ static void test_write_imm(void)
 	h_net_free(n);
 }
 
+/*
+ * A segment size that is not a power of two, as a device filling a
+ * 1500-byte IPv4 MTU uses (protocol.rst 5.5): messages are cut at it, the
+ * receiver learns it from the segments, and a READ response is cut at the
+ * responder's own size.
+ */
+static void test_seg_size(u32 loss_ppm, const char *name)
+{
+	u32 rk, seg = 1396;
+	struct mr_conn_cfg cfg;
+	struct mr_qp_attr a;
+	struct h_net *n;
+	struct mr_wr w;
+	u64 d0, d1;
+	int ok;
+
+	mr_conn_cfg_default(&cfg);
+	cfg.mtu = MR_MAX_PAYLOAD;	/* as the kernel's devices have it */
+	n = h_net_new(&cfg, MEM, 40 + loss_ppm, 0x1040, 0xfffff040);
+	n->link[0].loss_ppm = loss_ppm;
+	n->link[1].loss_ppm = loss_ppm;
+	rk = n->host[1].rkey;
+	h_attr_default(n, &a);
+	a.seg_size = seg;
+	h_connect_attr(n, 0, 0x10, 0x20, &a);
+	h_post_recv(n, 1, 0, 0x600000, 0x10000);
+	fill(n, 0, 0x000000, 100000, 7);
+	fill(n, 0, 0x020000, 50000, 8);
+	fill(n, 1, 0x300000, 70000, 9);
+	d0 = n->host[0].conn.stats[MR_ST_TX_DATA];
+	d1 = n->host[1].conn.stats[MR_ST_TX_DATA];
+	w = mkwr(MR_WR_WRITE, 100000, 0x100000, rk, 0, 0);
+	h_post_wr(n, 0, 0, &w, 0x000000);
+	w = mkwr(MR_WR_SEND, 50000, 0, 0, 0, 0);
+	h_post_wr(n, 0, 0, &w, 0x020000);
+	w = mkwr(MR_WR_READ, 70000, 0x300000, rk, 0, 0);
+	h_post_wr(n, 0, 0, &w, 0x040000);
+	ok = h_run(n, 20 * SEC) == 0;
+	tap_ok(ok && wr_status(n, 0, 0) == MR_WC_OK &&
+	       wr_status(n, 0, 1) == MR_WC_OK && wr_status(n, 0, 2) == MR_WC_OK &&
+	       same(n, 0, 0x000000, 1, 0x100000, 100000) &&
+	       same(n, 0, 0x020000, 1, 0x600000, 50000) &&
+	       same(n, 1, 0x300000, 0, 0x040000, 70000),
+	       "%s: %u-byte segments: WRITE, SEND and READ complete with their data intact",
+	       name, seg);
+	d0 = n->host[0].conn.stats[MR_ST_TX_DATA] - d0;
+	d1 = n->host[1].conn.stats[MR_ST_TX_DATA] - d1;
+	tap_ok(d0 == (100000 + seg - 1) / seg + (50000 + seg - 1) / seg + 1 &&
+	       d1 == (70000 + seg - 1) / seg,
+	       "%s: cut at %u bytes: %llu request segments, %llu response segments",
+	       name, seg, (unsigned long long)d0, (unsigned long long)d1);
+	h_net_free(n);
+}
+
 /* Many messages, several QPs sharing one connection, msn wrap */
 static void test_many_qps(u32 loss_ppm, const char *name)
 {
@@ -1264,8 +1318,8 @@ static void test_connect_checks(void)
 	} while (0)
 	BADC(a.dest_qpn = 1);
 	BADC(a.dest_qpn = 0x1000000);
-	BADC(a.mtu = 255);
-	BADC(a.mtu = e->c.cfg.mtu + 1);
+	BADC(a.seg_size = 255);
+	BADC(a.seg_size = e->c.cfg.mtu + 1);
 	BADC(a.max_rd_atomic = MR_MAX_RD_ATOMIC + 1);
 	BADC(a.max_dest_rd_atomic = MR_MAX_RD_ATOMIC + 1);
 	mr_qp_init(qp, 1, qp->sq, qp->sq_slots, qp->rq);
@@ -1613,6 +1667,8 @@ int main(void)
 	test_all_ops(0, "lossless");
 	test_all_ops(100000, "10% loss");
 	test_write_imm();
+	test_seg_size(0, "lossless");
+	test_seg_size(100000, "10% loss");
 	test_many_qps(0, "lossless");
 	test_many_qps(50000, "5% loss");
 	test_window_fence();

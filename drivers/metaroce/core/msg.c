@@ -200,7 +200,7 @@ int mr_qp_connect(struct mr_qp *qp, struct mr_conn *c,
 	if (qp->state != MR_QP_RESET || qp->conn)
 		return -1;
 	if (qp->qpn < 2 || a->dest_qpn < 2 || a->dest_qpn > MR_QPN_MASK ||
-	    a->mtu < 256 || a->mtu > c->cfg.mtu ||
+	    a->seg_size < 256 || a->seg_size > c->cfg.mtu ||
 	    a->max_dest_rd_atomic > MR_MAX_RD_ATOMIC ||
 	    a->max_rd_atomic > MR_MAX_RD_ATOMIC)
 		return -1;
@@ -317,7 +317,7 @@ int mr_qp_post(struct mr_qp *qp, const struct mr_wr *wr, u64 now)
 int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now)
 {
 	struct mr_msg *m;
-	u32 mtu = qp->attr.mtu;
+	u32 seg = qp->attr.seg_size;
 
 	if (qp->state != MR_QP_RTR && qp->state != MR_QP_RTS)
 		return 0;
@@ -337,7 +337,7 @@ int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now)
 			r->sent = r->len;
 		} else {
 			s->kind = MR_SEG_RESP;
-			s->len = mr_min32(mtu, r->len - r->sent);
+			s->len = mr_min32(seg, r->len - r->sent);
 			r->sent += s->len;
 		}
 		if (r->sent >= r->len) {
@@ -376,7 +376,7 @@ int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now)
 	s->total = m->len;
 	s->opcode = mr_wr_wire_op(m->opcode);
 	if (!mr_wr_is_read_atomic(m->opcode))
-		s->len = mr_min32(mtu, m->len - m->sent);
+		s->len = mr_min32(seg, m->len - m->sent);
 	m->sent += s->len;
 	m->segs_out++;
 	qp->wire_segs++;
