@@ -116,7 +116,7 @@ static const struct vec vecs[] = {
 		.title = "SEND: the first segment of a message, with SYN",
 		.about =
 "The first segment of A's first message: a 300-byte SEND with immediate\n"
-"data, cut at a path MTU of 256 (section 7.12), sent while A's epoch is\n"
+"data, cut at a segment size of 256 (section 7.12), sent while A's epoch is\n"
 "not yet acknowledged: SYN, with the SYN DSN and B's cookie. Its DSN is\n"
 "the direction's first, the epoch; its SSN is 0, the QP's first\n"
 "receive-consuming message. ACKREQ is clear: this is not the message's\n"
