@@ -17,7 +17,9 @@
 #     on that assertion (a copy of the sources, built against 6.12);
 #   - the driver's files call each other one way only (check-layers.py:
 #     no call loop but through the engine's callbacks), and a loop made on
-#     purpose is caught.
+#     purpose is caught;
+#   - the transport engine's files (drivers/metaroce/core) call each other
+#     one way only too (check-layers.py on that directory).
 # Prints TAP; exits non-zero if any check failed.
 set -euo pipefail
 
@@ -150,7 +152,7 @@ if ((only_checkpatch)); then
 	exit
 fi
 
-echo "1..$((${#kernels[@]} + 4))"
+echo "1..$((${#kernels[@]} + 5))"
 for k in "${kernels[@]}"; do
 	mr_kernel "$k"
 	rc=0; build "$k" "$LOGS/w1-$k.log" || rc=$?
@@ -161,5 +163,7 @@ rc=0; sparse || rc=$?; result "$rc" "sparse against $MR_KVER_6_12"
 rc=0; static_assertions || rc=$?; result "$rc" "static assertions bite"
 rc=0; python3 scripts/check-layers.py --self-test || rc=$?
 result "$rc" "no call loop between the driver's files"
+rc=0; python3 scripts/check-layers.py drivers/metaroce/core || rc=$?
+result "$rc" "no call loop between the engine's files"
 echo "# check-build: $((n - fail))/$n passed"
 ((fail == 0))

@@ -11,6 +11,11 @@
  *
  * Receive half: per-path SACK state, the DSN window that makes processing
  * exactly-once whatever arrives twice, and ACK coalescing.
+ *
+ * The top of the engine's files: it drives the paths (path.c), the QPs
+ * (msg.c) and the window (cc.c). A packet goes out through emit.c, and a
+ * processed segment leaves the segment table through segtab.c; both sit
+ * below the paths, which use them too.
  */
 #include "internal.h"
 
@@ -134,112 +139,7 @@ int mr_conn_reconfigure(struct mr_conn *c, const struct mr_conn_cfg *cfg)
 	return 0;
 }
 
-/* Fill the base header fields the connection owns and send. */
-static int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
-			const struct mr_seg *s, u64 now)
-{
-	u8 buf[MR_HLEN_MAX];
-	struct mr_txpkt pkt;
-	int hlen, ret;
-
-	h->epoch = c->epoch;
-	h->tsval = (u32)now;
-	if (mr_op_sequenced(h->opcode)) {
-		h->path = (u8)path;
-		h->psn = c->path[path].nxt;
-		if (c->syn) {
-			h->flags |= MR_F_SYN;
-			h->syn_dsn = c->dsn_una;
-			h->cookie = c->cookie;
-		}
-	}
-	hlen = mr_wire_encode(buf, sizeof(buf), h);
-	/* Cannot happen for what the engine builds; never retry it. */
-	if (hlen < 0)
-		return MR_XMIT_GONE;
-	memset(&pkt, 0, sizeof(pkt));
-	pkt.hdr = buf;
-	pkt.hlen = (u32)hlen;
-	pkt.plen = h->plen;
-	if (s && h->plen) {
-		pkt.kind = s->kind == MR_SEG_REQ ? MR_TX_REQ : MR_TX_RESP;
-		pkt.qp = s->qp;
-		pkt.cookie = s->cookie;
-		pkt.key = s->key;
-		pkt.offset = s->offset;
-	}
-	pkt.path = (u8)path;
-	pkt.sport = c->path[path].sport;
-	/* The announcement goes ahead of queued data (section 7.20). */
-	pkt.ctrl = !mr_op_sequenced(h->opcode) || mr_hdr_announces(h);
-	ret = c->ops->xmit(c->env, c, &pkt);
-	if (ret)
-		return ret == MR_XMIT_GONE ? MR_XMIT_GONE : MR_XMIT_BUSY;
-	mr_stat(c, MR_ST_TX_PKTS, 1);
-	mr_stat(c, MR_ST_TX_BYTES, (u64)hlen + h->plen);
-	if (mr_op_sequenced(h->opcode))
-		mr_path_sent(c, (u32)path,
-			     mr_op_has_dsn(h->opcode) ? h->dsn : MR_DSN_NONE,
-			     (u32)hlen + h->plen, now);
-	return 0;
-}
-
-/* Path for an unsequenced packet: rotate over the usable paths. */
-/*
- * Control packets (ACKs above all) rotate over the usable paths. When the
- * environment tells routes apart, the next one also avoids the next hop
- * the previous one took if another usable path has a different one: an
- * ACK and its repetition (mr_send_acks()) then never share a failed plane.
- */
-static int mr_ctrl_path(struct mr_conn *c)
-{
-	u64 last = c->path[c->ctrl_last % c->npaths].route;
-	int first = -1;
-	u32 i;
-
-	for (i = 0; i < c->npaths; i++) {
-		u32 id = (c->ack_rr + i) % c->npaths;
-		const struct mr_path *p = &c->path[id];
-
-		if (!mr_path_usable(p))
-			continue;
-		if (first < 0)
-			first = (int)id;
-		if (!last || !p->route || p->route != last) {
-			first = (int)id;
-			break;
-		}
-	}
-	if (first < 0) {
-		c->ack_rr++;
-		first = c->ack_rr % c->npaths;
-	} else {
-		c->ack_rr = (u8)(first + 1);
-	}
-	c->ctrl_last = (u8)first;
-	return first;
-}
-
-int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path, u64 now)
-{
-	if (path < 0)
-		path = mr_ctrl_path(c);
-	return mr_conn_emit(c, h, path, NULL, now);
-}
-
 /* Segments */
-
-void mr_seg_release(struct mr_conn *c, struct mr_seg *s, u64 now)
-{
-	if (s->state == MR_SEGS_QUEUED)
-		c->rtx_cnt--;
-	if (s->qp && s->kind != MR_SEG_NOP)
-		mr_qp_seg_acked(s->qp, s, now);
-	s->state = MR_SEGS_FREE;
-	s->qp = NULL;
-	while (c->dsn_una != c->dsn_nxt && !mr_seg_of(c, c->dsn_una))
-		c->dsn_una++;
-}
 
 static struct mr_seg *mr_rtx_pop(struct mr_conn *c)
 {

@@ -146,6 +146,12 @@ static inline int mr_path_usable(const struct mr_path *p)
 	return p->state != MR_PATH_DEAD;
 }
 
+/* Has @p transmissions outstanding? */
+static inline int mr_path_has_out(const struct mr_path *p)
+{
+	return p->una != p->nxt;
+}
+
 /* Queue @s for retransmission (once; the scan starts at the oldest). */
 static inline void mr_seg_queue_rtx(struct mr_conn *c, struct mr_seg *s)
 {
@@ -164,11 +170,23 @@ static inline void mr_conn_mark_dirty(struct mr_conn *c, struct mr_qp *qp)
 		mr_list_add_tail(&qp->dirty_node, &c->dirty);
 }
 
+/*
+ * rto.c: retransmit timeouts, from the paths' state (which they leave as
+ * it is). @cap is mr_rto_cap()'s, the limit the best live path sets.
+ */
+u64 mr_rto_cap(const struct mr_conn *c);
+/* A path's RTO without backoff. */
+u64 mr_path_rto_base(const struct mr_conn *c, const struct mr_path *p, u64 cap);
+/* How long a dead path's probe may go unanswered; how often one is sent. */
+u64 mr_probe_pace(const struct mr_conn *c);
+/* A path's RTO, backed off (a dead path's: the probe pace). */
+u32 mr_path_rto_cap(const struct mr_conn *c, const struct mr_path *p, u64 cap);
+u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p);
+/* The best live path's RTO without backoff. */
+u64 mr_conn_rto(const struct mr_conn *c);
+
 /* path.c */
 void mr_path_init(struct mr_conn *c, struct mr_path *p, u32 id, u64 now);
-u32 mr_path_rto(const struct mr_conn *c, const struct mr_path *p);
-u64 mr_conn_rto(const struct mr_conn *c);
-void mr_path_sent(struct mr_conn *c, u32 id, u32 dsn, u32 wire_len, u64 now);
 void mr_path_on_ack(struct mr_conn *c, const struct mr_ack_path *ap,
 		    u64 now);
 void mr_path_timeouts(struct mr_conn *c, u64 now);
@@ -190,10 +208,20 @@ int mr_conn_cc_on_ack(struct mr_conn *c, u32 acked, u32 pkts, u32 ce,
 int mr_conn_cc_on_timeout(struct mr_conn *c, u64 now);
 void mr_conn_clamp(struct mr_conn *c);
 
-/* conn.c */
-void mr_seg_release(struct mr_conn *c, struct mr_seg *s, u64 now);
+/*
+ * emit.c: send a packet the engine built on @path (and record it in the
+ * path's window if it is sequenced); 0 or an MR_XMIT_* code.
+ */
+int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
+		 const struct mr_seg *s, u64 now);
+/* The next path in the rotation of control packets. */
+int mr_ctrl_path(struct mr_conn *c);
+/* A control packet (probe, ACK_REQ, RESET); @path < 0: mr_ctrl_path(). */
 int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path,
 		      u64 now);
+
+/* segtab.c: @s was processed; free its entry and tell its QP. */
+void mr_seg_release(struct mr_conn *c, struct mr_seg *s, u64 now);
 
 /* segmap.c: which segments of a message have landed (section 7.13) */
 void mr_segmap_reset(struct mr_conn *c, struct mr_segmap *m);

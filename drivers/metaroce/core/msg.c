@@ -14,6 +14,11 @@
  * whatever duplicates arrive under other DSNs), and which receive it
  * consumes (its SSN, checked against the message order); messages
  * complete in msn order.
+ *
+ * Below the connection and the segment table (segtab.c), which call in
+ * with segments to fill and segments processed. An ACK_REQ goes out
+ * through emit.c, paced by the connection's RTO (rto.c); the segment maps
+ * are segmap.c's.
  */
 #include "internal.h"
 
