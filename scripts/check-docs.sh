@@ -7,7 +7,9 @@
 #     tunables-list.sh (which the other checks and the kselftests use);
 #   - config.c declares a module parameter for each, in the same order;
 #   - the admin guide's table of transport tunables has a row for each
-#     tunable, with its default, and no row for anything else.
+#     tunable, with its default, and no row for anything else;
+#   - every Documentation/*.rst is valid reStructuredText (docutils: no
+#     error, such as a table whose text runs into a column's margin).
 # The sizes of engine.rst's memory table are checked by the engine's unit
 # tests (userspace/tests/test_docs.c), the man page by check-man.sh.
 set -euo pipefail
@@ -53,6 +55,18 @@ extra=$(awk '{ print $1 }' <<<"$rows" | grep -vxF -f <(printf '%s\n' "${list[@]%
 result "$((${#wrong[@]} > 0))" \
 	"admin guide's tunables table: ${#list[@]} rows, the defaults of tunables.h" \
 	"$(printf '%s; ' "${wrong[@]}")"
+
+# reStructuredText that does not parse renders as garbage, silently. The
+# Debian python3-docutils of make deps, whatever python3 PATH finds first.
+bad=()
+for f in "$TOP"/Documentation/*.rst; do
+	out=$(/usr/bin/python3 -m docutils --report=3 --halt=5 "$f" /dev/null 2>&1) ||
+		bad+=("${f##*/}: docutils failed")
+	[[ -z $out ]] || bad+=("$(head -n 1 <<<"$out")")
+done
+result "$((${#bad[@]} > 0))" \
+	"every Documentation/*.rst parses as reStructuredText without an error" \
+	"$(printf '%s; ' "${bad[@]}")"
 
 echo "1..$n"
 ((failed == 0))

@@ -51,6 +51,8 @@ pkgs=(
 	# rdma-core: libraries, provider build, tools, pyverbs
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 	libibverbs-dev librdmacm-dev python3 python3-pyverbs
+	# the documentation checks (scripts/check-docs.sh)
+	python3-docutils
 	# the VM and the tools the tests run in it (the guest uses the host's /usr)
 	qemu-system-x86 busybox-static cpio gzip util-linux procps
 	iproute2 iputils-ping iperf3 ethtool nvme-cli strace

@@ -609,7 +609,7 @@ if grep -qx '.. mixed-generated-begin' "$rst" &&
 			print ""
 			printf "Kernel %s, %s operations per QP and side (make bench-scale).\n", kernel, ops
 			print ""
-			h = "QPs  loss  transport  runs ok  ops/s (median, range)   data s  setup us/QP  destroy us/QP  kernel B/QP"
+			h = "QPs   loss  transport  runs ok  ops/s (median, range)   data s  setup us/QP  destroy us/QP  kernel B/QP"
 			print "====  ====  =========  =======  ======================  ======  ===========  =============  ==========="
 			print h
 			print "====  ====  =========  =======  ======================  ======  ===========  =============  ==========="
