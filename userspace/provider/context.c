@@ -16,7 +16,7 @@
 
 static void mr_free_context(struct ibv_context *ibctx)
 {
-	struct mr_context *ctx = to_mr_ctx(ibctx);
+	struct mrv_context *ctx = to_mr_ctx(ibctx);
 
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
@@ -65,7 +65,7 @@ static const struct verbs_context_ops mr_context_ops = {
  */
 static bool mr_device_layout_ok(struct ibv_device *ibdev)
 {
-	struct mr_device *dev = to_mr_dev(ibdev);
+	struct mrv_device *dev = to_mr_dev(ibdev);
 	const struct verbs_sysfs_dev *sd = dev->vdev.sysfs;
 
 	return dev->vdev.ops == &mr_device_ops && sd && sd == dev->sysfs &&
@@ -75,7 +75,7 @@ static bool mr_device_layout_ok(struct ibv_device *ibdev)
 }
 
 /* What _verbs_init_and_alloc_context() must have set up. */
-static bool mr_context_layout_ok(const struct mr_context *ctx,
+static bool mr_context_layout_ok(const struct mrv_context *ctx,
 				 const struct ibv_device *ibdev, int cmd_fd)
 {
 	const struct verbs_context *vctx = &ctx->vctx;
@@ -89,9 +89,9 @@ static bool mr_context_layout_ok(const struct mr_context *ctx,
 struct verbs_context *mr_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 				       void *private_data)
 {
-	struct mr_get_context_resp resp = {};
-	struct mr_get_context_cmd cmd = {};
-	struct mr_context *ctx;
+	struct mrv_get_context_resp resp = {};
+	struct mrv_get_context_cmd cmd = {};
+	struct mrv_context *ctx;
 	int ret;
 
 	/* We own cmd_fd from here on and must close it on failure. */
@@ -111,7 +111,7 @@ struct verbs_context *mr_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	}
 
 	ctx = _verbs_init_and_alloc_context(ibdev, cmd_fd, sizeof(*ctx),
-		(struct verbs_context *)offsetof(struct mr_context, vctx),
+		(struct verbs_context *)offsetof(struct mrv_context, vctx),
 		RDMA_DRIVER_UNKNOWN);
 	if (!ctx)
 		return NULL;	/* errno set, cmd_fd closed */

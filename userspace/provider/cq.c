@@ -54,7 +54,7 @@ static unsigned int mr_wc_flags(unsigned int kflags)
  * set if the first command failed: completions already taken from the
  * kernel are never dropped.
  */
-static int mr_kernel_poll(struct mr_cq *cq, int ne, struct ibv_wc *wc)
+static int mr_kernel_poll(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
 {
 	int total = 0;
 
@@ -78,7 +78,7 @@ static int mr_kernel_poll(struct mr_cq *cq, int ne, struct ibv_wc *wc)
 
 /* --- the ring ------------------------------------------------------------ */
 
-static struct metaroce_cqe *mr_ring_entry(const struct mr_cq *cq,
+static struct metaroce_cqe *mr_ring_entry(const struct mrv_cq *cq,
 					  uint32_t index)
 {
 	return (struct metaroce_cqe *)((char *)cq->ring +
@@ -116,7 +116,7 @@ static void mr_cqe_to_wc(const struct metaroce_cqe *e, struct ibv_wc *wc)
 }
 
 /* Up to @ne completions from the ring, with cq->lock held. */
-static int mr_ring_poll(struct mr_cq *cq, int ne, struct ibv_wc *wc)
+static int mr_ring_poll(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
 {
 	uint32_t avail, i;
 
@@ -137,7 +137,7 @@ static int mr_ring_poll(struct mr_cq *cq, int ne, struct ibv_wc *wc)
 }
 
 /* Up to @ne completions, from the ring or the kernel (-1 and errno). */
-static int mr_fetch(struct mr_cq *cq, int ne, struct ibv_wc *wc)
+static int mr_fetch(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
 {
 	return cq->ring ? mr_ring_poll(cq, ne, wc) :
 			  mr_kernel_poll(cq, ne, wc);
@@ -145,7 +145,7 @@ static int mr_fetch(struct mr_cq *cq, int ne, struct ibv_wc *wc)
 
 int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
-	struct mr_cq *cq = to_mr_cq(ibcq);
+	struct mrv_cq *cq = to_mr_cq(ibcq);
 	int n = 0, ret;
 
 	if (ne < 0) {
@@ -174,7 +174,7 @@ int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 
 /* --- the extended poll API (lock held from start_poll to end_poll) --- */
 
-static int mr_refill(struct mr_cq *cq)
+static int mr_refill(struct mrv_cq *cq)
 {
 	int n;
 
@@ -186,7 +186,7 @@ static int mr_refill(struct mr_cq *cq)
 	return n ? 0 : ENOENT;
 }
 
-static void mr_set_current(struct mr_cq *cq)
+static void mr_set_current(struct mrv_cq *cq)
 {
 	const struct ibv_wc *wc = &cq->batch[cq->head];
 
@@ -195,7 +195,7 @@ static void mr_set_current(struct mr_cq *cq)
 	cq->cur_valid = true;
 }
 
-static void mr_consume_current(struct mr_cq *cq)
+static void mr_consume_current(struct mrv_cq *cq)
 {
 	if (!cq->cur_valid)
 		return;
@@ -207,7 +207,7 @@ static void mr_consume_current(struct mr_cq *cq)
 static int mr_start_poll(struct ibv_cq_ex *cq_ex,
 			 struct ibv_poll_cq_attr *attr)
 {
-	struct mr_cq *cq = ex_to_mr_cq(cq_ex);
+	struct mrv_cq *cq = ex_to_mr_cq(cq_ex);
 	int ret;
 
 	if (attr->comp_mask)
@@ -228,7 +228,7 @@ static int mr_start_poll(struct ibv_cq_ex *cq_ex,
 
 static int mr_next_poll(struct ibv_cq_ex *cq_ex)
 {
-	struct mr_cq *cq = ex_to_mr_cq(cq_ex);
+	struct mrv_cq *cq = ex_to_mr_cq(cq_ex);
 	int ret;
 
 	mr_consume_current(cq);
@@ -243,7 +243,7 @@ static int mr_next_poll(struct ibv_cq_ex *cq_ex)
 
 static void mr_end_poll(struct ibv_cq_ex *cq_ex)
 {
-	struct mr_cq *cq = ex_to_mr_cq(cq_ex);
+	struct mrv_cq *cq = ex_to_mr_cq(cq_ex);
 
 	mr_consume_current(cq);
 	pthread_mutex_unlock(&cq->lock);
@@ -251,7 +251,7 @@ static void mr_end_poll(struct ibv_cq_ex *cq_ex)
 
 static const struct ibv_wc *mr_cur(struct ibv_cq_ex *cq_ex)
 {
-	const struct mr_cq *cq = ex_to_mr_cq(cq_ex);
+	const struct mrv_cq *cq = ex_to_mr_cq(cq_ex);
 
 	return &cq->batch[cq->head];
 }
@@ -330,9 +330,9 @@ static void mr_init_cq_ex_ops(struct ibv_cq_ex *cq_ex)
 
 /* --- create / resize / destroy ------------------------------------------ */
 
-static struct mr_cq *mr_cq_alloc(void)
+static struct mrv_cq *mr_cq_alloc(void)
 {
-	struct mr_cq *cq;
+	struct mrv_cq *cq;
 
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
@@ -345,7 +345,7 @@ static struct mr_cq *mr_cq_alloc(void)
 	return cq;
 }
 
-static void mr_cq_free(struct mr_cq *cq)
+static void mr_cq_free(struct mrv_cq *cq)
 {
 	if (cq->ring)
 		munmap(cq->ring, cq->ring_size);
@@ -375,7 +375,7 @@ mr_ring_map(struct ibv_context *ibctx, const struct metaroce_create_cq_resp *r)
 }
 
 /* After a successful create: map the ring, or undo the create. */
-static int mr_cq_setup_ring(struct ibv_context *ibctx, struct mr_cq *cq,
+static int mr_cq_setup_ring(struct ibv_context *ibctx, struct mrv_cq *cq,
 			    const struct metaroce_create_cq_resp *r)
 {
 	struct metaroce_cq_ring *ring = mr_ring_map(ibctx, r);
@@ -397,9 +397,9 @@ static int mr_cq_setup_ring(struct ibv_context *ibctx, struct mr_cq *cq,
 struct ibv_cq *mr_create_cq(struct ibv_context *ibctx, int cqe,
 			    struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct mr_create_cq_resp resp = {};
-	struct mr_create_cq_cmd cmd = {};
-	struct mr_cq *cq;
+	struct mrv_create_cq_resp resp = {};
+	struct mrv_create_cq_cmd cmd = {};
+	struct mrv_cq *cq;
 	int ret;
 
 	/* A channel of another context is another file's descriptor. */
@@ -428,9 +428,9 @@ struct ibv_cq *mr_create_cq(struct ibv_context *ibctx, int cqe,
 struct ibv_cq_ex *mr_create_cq_ex(struct ibv_context *ibctx,
 				  struct ibv_cq_init_attr_ex *attr)
 {
-	struct mr_create_cq_ex_resp resp = {};
-	struct mr_create_cq_ex_cmd cmd = {};
-	struct mr_cq *cq;
+	struct mrv_create_cq_ex_resp resp = {};
+	struct mrv_create_cq_ex_cmd cmd = {};
+	struct mrv_cq *cq;
 	int ret;
 
 	/* Parent domains, overrun-ignoring CQs, timestamps, ...: not yet. */
@@ -476,9 +476,9 @@ int mr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 int mr_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	struct mr_cq *cq = to_mr_cq(ibcq);
-	struct mr_resize_cq_resp resp = {};
-	struct mr_resize_cq_cmd cmd = {};
+	struct mrv_cq *cq = to_mr_cq(ibcq);
+	struct mrv_resize_cq_resp resp = {};
+	struct mrv_resize_cq_cmd cmd = {};
 	struct metaroce_cq_ring *ring;
 	int ret;
 
@@ -538,7 +538,7 @@ int mr_destroy_cq(struct ibv_cq *ibcq)
  */
 void mr_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 {
-	struct mr_cq *cq = to_mr_cq(ibcq);
+	struct mrv_cq *cq = to_mr_cq(ibcq);
 	uint32_t i, n, drop = 0, prod;
 
 	if (!cq->ring)

@@ -31,7 +31,7 @@
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* One metaroce ib_device, as found by libibverbs. */
-struct mr_device {
+struct mrv_device {
 	struct verbs_device vdev;
 	/* The sysfs record libibverbs passed to alloc_device (load check). */
 	const struct verbs_sysfs_dev *sysfs;
@@ -40,13 +40,13 @@ struct mr_device {
 };
 
 /* One open device (ibv_open_device()). */
-struct mr_context {
+struct mrv_context {
 	struct verbs_context vctx;
 	/* METAROCE_UCONTEXT_* features the kernel offered (none defined yet). */
 	uint32_t comp_mask;
 };
 
-struct mr_pd {
+struct mrv_pd {
 	struct ibv_pd ibv_pd;
 	uint32_t pdn;		/* the kernel's PD number */
 };
@@ -54,7 +54,7 @@ struct mr_pd {
 /* Completions fetched per POLL_CQ command by the extended poll API. */
 #define MR_CQ_BATCH 16
 
-struct mr_cq {
+struct mrv_cq {
 	struct verbs_cq vcq;
 	/*
 	 * Created by create_cq_ex: the ibv_start_poll() API is available and
@@ -82,7 +82,7 @@ struct mr_cq {
 };
 
 /* Work requests of an ibv_wr_start() ... ibv_wr_complete() sequence. */
-struct mr_wr_list {
+struct mrv_wr_list {
 	struct ibv_send_wr *wr;		/* grown as needed */
 	struct ibv_sge *sge;		/* max_send_sge per work request */
 	uint8_t *inl;			/* max_inline bytes per work request */
@@ -97,7 +97,7 @@ struct mr_wr_list {
  * it when a message arrives; only a QP in the error state asks for a
  * doorbell.
  */
-struct mr_rq {
+struct mrv_rq {
 	struct metaroce_rq_ring *ring;	/* NULL: POST_RECV */
 	size_t size;			/* bytes mapped; 0: in another's */
 	uint32_t slots;			/* a power of two */
@@ -108,19 +108,19 @@ struct mr_rq {
 	pthread_spinlock_t lock;
 };
 
-int mr_rq_map(struct ibv_context *ibctx, struct mr_rq *rq, uint32_t slots,
+int mr_rq_map(struct ibv_context *ibctx, struct mrv_rq *rq, uint32_t slots,
 	      uint32_t stride, uint64_t offset, uint64_t size);
-int mr_rq_place(struct mr_rq *rq, void *ring, uint64_t avail, uint32_t slots,
+int mr_rq_place(struct mrv_rq *rq, void *ring, uint64_t avail, uint32_t slots,
 		uint32_t stride);
-void mr_rq_unmap(struct mr_rq *rq);
+void mr_rq_unmap(struct mrv_rq *rq);
 /*
  * Write @wr's chain to the ring; *kick says whether the doorbell must
  * ring.  Returns 0 or an errno (*bad_wr set).
  */
-int mr_rq_post(struct mr_rq *rq, struct ibv_recv_wr *wr,
+int mr_rq_post(struct mrv_rq *rq, struct ibv_recv_wr *wr,
 	       struct ibv_recv_wr **bad_wr, bool *kick);
 
-struct mr_qp {
+struct mrv_qp {
 	struct verbs_qp vqp;
 	/* What the kernel granted: posting checks against it. */
 	uint32_t max_send_wr;
@@ -128,7 +128,7 @@ struct mr_qp {
 	uint32_t max_recv_sge;
 	uint32_t max_inline;
 	uint64_t send_ops_flags;	/* IBV_QP_EX_WITH_*, ibv_wr_* API */
-	struct mr_wr_list wrl;
+	struct mrv_wr_list wrl;
 	/*
 	 * The send ring (RC QPs, when the kernel gave one): posting writes
 	 * work requests there, under @sq_lock, and rings the doorbell only
@@ -146,36 +146,36 @@ struct mr_qp {
 	uint32_t ud_max_msg;		/* UD: bytes a datagram may carry, 0: ? */
 	pthread_spinlock_t sq_lock;
 	enum ibv_qp_state state;
-	struct mr_rq rq;		/* RC and UD QPs without an SRQ */
+	struct mrv_rq rq;		/* RC and UD QPs without an SRQ */
 };
 
 /* An AH and its number, which a UD send ring's work requests carry. */
-struct mr_ah {
+struct mrv_ah {
 	struct ibv_ah ibv_ah;
 	uint32_t ahn;
 };
 
-struct mr_srq {
+struct mrv_srq {
 	struct verbs_srq vsrq;
 	uint32_t max_sge;		/* granted by the kernel */
-	struct mr_rq rq;
+	struct mrv_rq rq;
 };
 
 /*
  * Command layouts: the core uverbs part (pabi.h) followed by the metaroce
  * part from <rdma/metaroce-abi.h>, with no padding in between.
  */
-struct mr_get_context_cmd {
+struct mrv_get_context_cmd {
 	struct ibv_get_context ibv;
 	struct metaroce_alloc_ucontext_req drv;
 };
 
-struct mr_get_context_resp {
+struct mrv_get_context_resp {
 	struct ibv_get_context_resp ibv;
 	struct metaroce_alloc_ucontext_resp drv;
 };
 
-struct mr_alloc_pd_resp {
+struct mrv_alloc_pd_resp {
 	struct ibv_alloc_pd_resp ibv;
 	struct metaroce_alloc_pd_resp drv;
 };
@@ -187,138 +187,138 @@ struct mr_alloc_pd_resp {
 		      sizeof(struct type) % 4 == 0,				\
 		      #type " has padding or an odd size")
 
-struct mr_create_cq_cmd {
+struct mrv_create_cq_cmd {
 	struct ibv_create_cq ibv;
 	struct metaroce_create_cq_req drv;
 };
 
-struct mr_create_cq_resp {
+struct mrv_create_cq_resp {
 	struct ib_uverbs_create_cq_resp ibv;
 	struct metaroce_create_cq_resp drv;
 };
 
-struct mr_create_cq_ex_cmd {
+struct mrv_create_cq_ex_cmd {
 	struct ibv_create_cq_ex ibv;
 	struct metaroce_create_cq_req drv;
 };
 
-struct mr_create_cq_ex_resp {
+struct mrv_create_cq_ex_resp {
 	struct ib_uverbs_ex_create_cq_resp ibv;
 	struct metaroce_create_cq_resp drv;
 };
 
-struct mr_resize_cq_cmd {
+struct mrv_resize_cq_cmd {
 	struct ibv_resize_cq ibv;
 	struct metaroce_resize_cq_req drv;
 };
 
-struct mr_resize_cq_resp {
+struct mrv_resize_cq_resp {
 	struct ib_uverbs_resize_cq_resp ibv;
 	struct metaroce_resize_cq_resp drv;
 };
 
-struct mr_create_qp_cmd {
+struct mrv_create_qp_cmd {
 	struct ibv_create_qp ibv;
 	struct metaroce_create_qp_req drv;
 };
 
-struct mr_create_qp_resp {
+struct mrv_create_qp_resp {
 	struct ib_uverbs_create_qp_resp ibv;
 	struct metaroce_create_qp_resp drv;
 };
 
-struct mr_create_ah_resp {
+struct mrv_create_ah_resp {
 	struct ib_uverbs_create_ah_resp ibv;
 	struct metaroce_create_ah_resp drv;
 };
 
-MR_CHECK_CMD_LAYOUT(mr_create_ah_resp, ib_uverbs_create_ah_resp,
+MR_CHECK_CMD_LAYOUT(mrv_create_ah_resp, ib_uverbs_create_ah_resp,
 		    metaroce_create_ah_resp);
 
-struct mr_create_srq_cmd {
+struct mrv_create_srq_cmd {
 	struct ibv_create_srq ibv;
 	struct metaroce_create_srq_req drv;
 };
 
-struct mr_create_srq_resp {
+struct mrv_create_srq_resp {
 	struct ib_uverbs_create_srq_resp ibv;
 	struct metaroce_create_srq_resp drv;
 };
 
-struct mr_create_xsrq_cmd {
+struct mrv_create_xsrq_cmd {
 	struct ibv_create_xsrq ibv;
 	struct metaroce_create_srq_req drv;
 };
 
-MR_CHECK_CMD_LAYOUT(mr_create_srq_cmd, ibv_create_srq, metaroce_create_srq_req);
-MR_CHECK_CMD_LAYOUT(mr_create_srq_resp, ib_uverbs_create_srq_resp,
+MR_CHECK_CMD_LAYOUT(mrv_create_srq_cmd, ibv_create_srq, metaroce_create_srq_req);
+MR_CHECK_CMD_LAYOUT(mrv_create_srq_resp, ib_uverbs_create_srq_resp,
 		    metaroce_create_srq_resp);
-MR_CHECK_CMD_LAYOUT(mr_create_xsrq_cmd, ibv_create_xsrq,
+MR_CHECK_CMD_LAYOUT(mrv_create_xsrq_cmd, ibv_create_xsrq,
 		    metaroce_create_srq_req);
-MR_CHECK_CMD_LAYOUT(mr_create_qp_cmd, ibv_create_qp, metaroce_create_qp_req);
-MR_CHECK_CMD_LAYOUT(mr_create_qp_resp, ib_uverbs_create_qp_resp,
+MR_CHECK_CMD_LAYOUT(mrv_create_qp_cmd, ibv_create_qp, metaroce_create_qp_req);
+MR_CHECK_CMD_LAYOUT(mrv_create_qp_resp, ib_uverbs_create_qp_resp,
 		    metaroce_create_qp_resp);
-MR_CHECK_CMD_LAYOUT(mr_create_cq_cmd, ibv_create_cq, metaroce_create_cq_req);
-MR_CHECK_CMD_LAYOUT(mr_create_cq_resp, ib_uverbs_create_cq_resp,
+MR_CHECK_CMD_LAYOUT(mrv_create_cq_cmd, ibv_create_cq, metaroce_create_cq_req);
+MR_CHECK_CMD_LAYOUT(mrv_create_cq_resp, ib_uverbs_create_cq_resp,
 		    metaroce_create_cq_resp);
-MR_CHECK_CMD_LAYOUT(mr_create_cq_ex_cmd, ibv_create_cq_ex,
+MR_CHECK_CMD_LAYOUT(mrv_create_cq_ex_cmd, ibv_create_cq_ex,
 		    metaroce_create_cq_req);
-MR_CHECK_CMD_LAYOUT(mr_create_cq_ex_resp, ib_uverbs_ex_create_cq_resp,
+MR_CHECK_CMD_LAYOUT(mrv_create_cq_ex_resp, ib_uverbs_ex_create_cq_resp,
 		    metaroce_create_cq_resp);
-MR_CHECK_CMD_LAYOUT(mr_resize_cq_cmd, ibv_resize_cq, metaroce_resize_cq_req);
-MR_CHECK_CMD_LAYOUT(mr_resize_cq_resp, ib_uverbs_resize_cq_resp,
+MR_CHECK_CMD_LAYOUT(mrv_resize_cq_cmd, ibv_resize_cq, metaroce_resize_cq_req);
+MR_CHECK_CMD_LAYOUT(mrv_resize_cq_resp, ib_uverbs_resize_cq_resp,
 		    metaroce_resize_cq_resp);
 
-MR_CHECK_CMD_LAYOUT(mr_get_context_cmd, ibv_get_context,
+MR_CHECK_CMD_LAYOUT(mrv_get_context_cmd, ibv_get_context,
 		    metaroce_alloc_ucontext_req);
-MR_CHECK_CMD_LAYOUT(mr_get_context_resp, ibv_get_context_resp,
+MR_CHECK_CMD_LAYOUT(mrv_get_context_resp, ibv_get_context_resp,
 		    metaroce_alloc_ucontext_resp);
-MR_CHECK_CMD_LAYOUT(mr_alloc_pd_resp, ibv_alloc_pd_resp,
+MR_CHECK_CMD_LAYOUT(mrv_alloc_pd_resp, ibv_alloc_pd_resp,
 		    metaroce_alloc_pd_resp);
 
-static inline struct mr_device *to_mr_dev(struct ibv_device *ibdev)
+static inline struct mrv_device *to_mr_dev(struct ibv_device *ibdev)
 {
-	return mr_container_of(mr_verbs_device(ibdev), struct mr_device, vdev);
+	return mr_container_of(mr_verbs_device(ibdev), struct mrv_device, vdev);
 }
 
-static inline struct mr_context *to_mr_ctx(struct ibv_context *ibctx)
+static inline struct mrv_context *to_mr_ctx(struct ibv_context *ibctx)
 {
-	return mr_container_of(ibctx, struct mr_context, vctx.context);
+	return mr_container_of(ibctx, struct mrv_context, vctx.context);
 }
 
-static inline struct mr_pd *to_mr_pd(struct ibv_pd *ibpd)
+static inline struct mrv_pd *to_mr_pd(struct ibv_pd *ibpd)
 {
-	return mr_container_of(ibpd, struct mr_pd, ibv_pd);
+	return mr_container_of(ibpd, struct mrv_pd, ibv_pd);
 }
 
-static inline struct mr_ah *to_mr_ah(struct ibv_ah *ibah)
+static inline struct mrv_ah *to_mr_ah(struct ibv_ah *ibah)
 {
-	return mr_container_of(ibah, struct mr_ah, ibv_ah);
+	return mr_container_of(ibah, struct mrv_ah, ibv_ah);
 }
 
-static inline struct mr_cq *to_mr_cq(struct ibv_cq *ibcq)
+static inline struct mrv_cq *to_mr_cq(struct ibv_cq *ibcq)
 {
-	return mr_container_of(ibcq, struct mr_cq, vcq.cq);
+	return mr_container_of(ibcq, struct mrv_cq, vcq.cq);
 }
 
-static inline struct mr_cq *ex_to_mr_cq(struct ibv_cq_ex *cq_ex)
+static inline struct mrv_cq *ex_to_mr_cq(struct ibv_cq_ex *cq_ex)
 {
-	return mr_container_of(cq_ex, struct mr_cq, vcq.cq_ex);
+	return mr_container_of(cq_ex, struct mrv_cq, vcq.cq_ex);
 }
 
-static inline struct mr_qp *to_mr_qp(struct ibv_qp *ibqp)
+static inline struct mrv_qp *to_mr_qp(struct ibv_qp *ibqp)
 {
-	return mr_container_of(ibqp, struct mr_qp, vqp.qp);
+	return mr_container_of(ibqp, struct mrv_qp, vqp.qp);
 }
 
-static inline struct mr_qp *ex_to_mr_qp(struct ibv_qp_ex *qp_ex)
+static inline struct mrv_qp *ex_to_mr_qp(struct ibv_qp_ex *qp_ex)
 {
-	return mr_container_of(qp_ex, struct mr_qp, vqp.qp_ex);
+	return mr_container_of(qp_ex, struct mrv_qp, vqp.qp_ex);
 }
 
-static inline struct mr_srq *to_mr_srq(struct ibv_srq *ibsrq)
+static inline struct mrv_srq *to_mr_srq(struct ibv_srq *ibsrq)
 {
-	return mr_container_of(ibsrq, struct mr_srq, vsrq.srq);
+	return mr_container_of(ibsrq, struct mrv_srq, vsrq.srq);
 }
 
 static inline struct verbs_mr *to_verbs_mr(struct ibv_mr *ibmr)

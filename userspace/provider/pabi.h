@@ -140,9 +140,9 @@ static_assert(offsetof(struct verbs_context, sz) + sizeof(size_t) ==
 	      "verbs_context.sz must sit right before the ibv_context");
 
 /* libibverbs links its own objects with a two-pointer list node. */
-struct mr_pabi_list_node {
-	struct mr_pabi_list_node *next;
-	struct mr_pabi_list_node *prev;
+struct mrv_pabi_list_node {
+	struct mrv_pabi_list_node *next;
+	struct mrv_pabi_list_node *prev;
 };
 
 /*
@@ -177,7 +177,7 @@ enum {
 
 /* One uverbs device as libibverbs found it in sysfs / netlink. */
 struct verbs_sysfs_dev {
-	struct mr_pabi_list_node entry;
+	struct mrv_pabi_list_node entry;
 	void *provider_data;
 	const struct verbs_match_ent *match;
 	unsigned int flags;
@@ -235,7 +235,7 @@ struct verbs_device {
 	struct ibv_device device;		/* must be first */
 	const struct verbs_device_ops *ops;	/* set by libibverbs */
 	atomic_int refcount;			/* owned by libibverbs */
-	struct mr_pabi_list_node entry;		/* owned by libibverbs */
+	struct mrv_pabi_list_node entry;		/* owned by libibverbs */
 	struct verbs_sysfs_dev *sysfs;		/* set by libibverbs */
 	uint64_t core_support;			/* IB_UVERBS_CORE_SUPPORT_* */
 };
@@ -575,13 +575,13 @@ static_assert(sizeof(struct verbs_srq) == 160, "verbs_srq layout");
  * (its kernel-headers/rdma/ib_user_verbs.h, which libibverbs was compiled
  * with): a smaller command would be overrun.
  */
-struct mr_pabi_ex_hdr {
+struct mrv_pabi_ex_hdr {
 	struct ib_uverbs_cmd_hdr hdr;
 	struct ib_uverbs_ex_cmd_hdr ex_hdr;
 };
 
 static_assert(sizeof(struct ib_uverbs_cmd_hdr) == 8, "uverbs header changed");
-static_assert(sizeof(struct mr_pabi_ex_hdr) == 24, "uverbs header changed");
+static_assert(sizeof(struct mrv_pabi_ex_hdr) == 24, "uverbs header changed");
 
 #define MR_PABI_CMD_LAYOUT(name, hdr_type, kabi, kabi_size, align)	\
 	struct name {							\
@@ -604,7 +604,7 @@ static_assert(sizeof(struct mr_pabi_ex_hdr) == 24, "uverbs header changed");
 	MR_PABI_CMD_LAYOUT(name, ib_uverbs_cmd_hdr, kabi, kabi_size, 4)
 /* An extended write() command: 8-byte units. */
 #define MR_PABI_CMD_EX(name, kabi, kabi_size) \
-	MR_PABI_CMD_LAYOUT(name, mr_pabi_ex_hdr, kabi, kabi_size, 8)
+	MR_PABI_CMD_LAYOUT(name, mrv_pabi_ex_hdr, kabi, kabi_size, 8)
 
 MR_PABI_CMD(ibv_get_context, ib_uverbs_get_context, 8);
 MR_PABI_CMD(ibv_query_port, ib_uverbs_query_port, 16);

@@ -109,7 +109,7 @@ static bool mr_match_device(struct verbs_sysfs_dev *sysfs_dev)
 
 static struct verbs_device *mr_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
 {
-	struct mr_device *dev;
+	struct mrv_device *dev;
 
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
@@ -125,7 +125,7 @@ static struct verbs_device *mr_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
 
 static void mr_uninit_device(struct verbs_device *vdev)
 {
-	free(mr_container_of(vdev, struct mr_device, vdev));
+	free(mr_container_of(vdev, struct mrv_device, vdev));
 }
 
 /*

@@ -39,7 +39,7 @@
 
 /* --- posting ------------------------------------------------------------ */
 
-static int mr_send_wr_check(const struct mr_qp *qp,
+static int mr_send_wr_check(const struct mrv_qp *qp,
 			    const struct ibv_send_wr *wr)
 {
 	const struct ibv_qp *ibqp = &qp->vqp.qp;
@@ -93,7 +93,7 @@ static bool mr_ring_inline(const struct ibv_send_wr *wr)
  * Writes @wr into ring slot @idx, checked as the kernel checks it.
  * Returns 0 or EINVAL (the slot may be half written: it is not published).
  */
-static int mr_ring_write(struct mr_qp *qp, const struct ibv_send_wr *wr,
+static int mr_ring_write(struct mrv_qp *qp, const struct ibv_send_wr *wr,
 			 uint32_t idx)
 {
 	uint8_t *slot = (uint8_t *)qp->sq_ring + METAROCE_SQ_RING_ENTRIES +
@@ -223,14 +223,14 @@ static uint64_t mr_now_ns(void)
 }
 
 /* The doorbell: POST_SEND with no work request. */
-static int mr_ring_doorbell(struct mr_qp *qp)
+static int mr_ring_doorbell(struct mrv_qp *qp)
 {
 	struct ibv_send_wr *bad = NULL;
 
 	return ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad);
 }
 
-static int mr_ring_post_send(struct mr_qp *qp, struct ibv_send_wr *wr,
+static int mr_ring_post_send(struct mrv_qp *qp, struct ibv_send_wr *wr,
 			     struct ibv_send_wr **bad_wr)
 {
 	uint32_t retired, posted = 0;
@@ -314,7 +314,7 @@ int mr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad_wr)
 {
 	struct ibv_send_wr copy[MR_POST_BATCH], *orig[MR_POST_BATCH];
-	struct mr_qp *qp = to_mr_qp(ibqp);
+	struct mrv_qp *qp = to_mr_qp(ibqp);
 	unsigned int n = 0;
 	int ret = 0;
 
@@ -410,7 +410,7 @@ static int mr_cmd_post_recv(void *obj, struct ibv_recv_wr *wr,
 int mr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad_wr)
 {
-	struct mr_qp *qp = to_mr_qp(ibqp);
+	struct mrv_qp *qp = to_mr_qp(ibqp);
 
 	/* Receives of a QP with an SRQ go to the SRQ. */
 	if (ibqp->srq && wr) {
@@ -481,15 +481,15 @@ static uint64_t mr_send_op_flag(enum ibv_wr_opcode op)
 	}
 }
 
-static void mr_wrl_fail(struct mr_wr_list *l, int err)
+static void mr_wrl_fail(struct mrv_wr_list *l, int err)
 {
 	if (!l->err)
 		l->err = err;
 }
 
-static int mr_wrl_grow(struct mr_qp *qp)
+static int mr_wrl_grow(struct mrv_qp *qp)
 {
-	struct mr_wr_list *l = &qp->wrl;
+	struct mrv_wr_list *l = &qp->wrl;
 	uint32_t cap = l->cap ? l->cap * 2 : MR_WR_LIST_MIN;
 	struct ibv_send_wr *wr;
 	struct ibv_sge *sge;
@@ -520,8 +520,8 @@ static int mr_wrl_grow(struct mr_qp *qp)
 static struct ibv_send_wr *mr_wr_begin(struct ibv_qp_ex *qpx,
 				       enum ibv_wr_opcode op)
 {
-	struct mr_qp *qp = ex_to_mr_qp(qpx);
-	struct mr_wr_list *l = &qp->wrl;
+	struct mrv_qp *qp = ex_to_mr_qp(qpx);
+	struct mrv_wr_list *l = &qp->wrl;
 	struct ibv_send_wr *wr;
 
 	if (l->err)
@@ -552,7 +552,7 @@ static struct ibv_send_wr *mr_wr_begin(struct ibv_qp_ex *qpx,
 }
 
 /* The work request the ibv_wr_set_* calls apply to, if any. */
-static struct ibv_send_wr *mr_wr_cur(struct mr_wr_list *l)
+static struct ibv_send_wr *mr_wr_cur(struct mrv_wr_list *l)
 {
 	if (l->err)
 		return NULL;
@@ -677,7 +677,7 @@ static void mr_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
 static void mr_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 			      uint32_t remote_qpn, uint32_t remote_qkey)
 {
-	struct mr_qp *qp = ex_to_mr_qp(qpx);
+	struct mrv_qp *qp = ex_to_mr_qp(qpx);
 	struct ibv_send_wr *wr = mr_wr_cur(&qp->wrl);
 
 	if (!wr)
@@ -699,8 +699,8 @@ static void mr_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 static void mr_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 			       const struct ibv_sge *sg_list)
 {
-	struct mr_qp *qp = ex_to_mr_qp(qpx);
-	struct mr_wr_list *l = &qp->wrl;
+	struct mrv_qp *qp = ex_to_mr_qp(qpx);
+	struct mrv_wr_list *l = &qp->wrl;
 	struct ibv_send_wr *wr = mr_wr_cur(l);
 
 	if (!wr)
@@ -735,8 +735,8 @@ static void mr_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
 static void mr_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 				       const struct ibv_data_buf *buf_list)
 {
-	struct mr_qp *qp = ex_to_mr_qp(qpx);
-	struct mr_wr_list *l = &qp->wrl;
+	struct mrv_qp *qp = ex_to_mr_qp(qpx);
+	struct mrv_wr_list *l = &qp->wrl;
 	struct ibv_send_wr *wr = mr_wr_cur(l);
 	size_t i, len = 0;
 	uint8_t *dst;
@@ -783,7 +783,7 @@ static void mr_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
 
 static void mr_wr_start(struct ibv_qp_ex *qpx)
 {
-	struct mr_wr_list *l = &ex_to_mr_qp(qpx)->wrl;
+	struct mrv_wr_list *l = &ex_to_mr_qp(qpx)->wrl;
 
 	l->num = 0;
 	l->err = 0;
@@ -796,8 +796,8 @@ static void mr_wr_abort(struct ibv_qp_ex *qpx)
 
 static int mr_wr_complete(struct ibv_qp_ex *qpx)
 {
-	struct mr_qp *qp = ex_to_mr_qp(qpx);
-	struct mr_wr_list *l = &qp->wrl;
+	struct mrv_qp *qp = ex_to_mr_qp(qpx);
+	struct mrv_wr_list *l = &qp->wrl;
 	struct ibv_send_wr *bad;
 	uint32_t i;
 	int ret;
@@ -875,7 +875,7 @@ static int mr_check_qp_init(struct ibv_context *ibctx,
 	return 0;
 }
 
-static void mr_qp_set_caps(struct mr_qp *qp, const struct ibv_qp_cap *cap)
+static void mr_qp_set_caps(struct mrv_qp *qp, const struct ibv_qp_cap *cap)
 {
 	qp->max_send_wr = cap->max_send_wr;
 	qp->max_send_sge = cap->max_send_sge;
@@ -883,7 +883,7 @@ static void mr_qp_set_caps(struct mr_qp *qp, const struct ibv_qp_cap *cap)
 	qp->max_inline = cap->max_inline_data;
 }
 
-static void mr_qp_free(struct mr_qp *qp)
+static void mr_qp_free(struct mrv_qp *qp)
 {
 	if (qp->sq_ring)
 		munmap(qp->sq_ring, qp->sq_ring_size);
@@ -895,9 +895,9 @@ static void mr_qp_free(struct mr_qp *qp)
 	free(qp);
 }
 
-static struct mr_qp *mr_qp_alloc(void)
+static struct mrv_qp *mr_qp_alloc(void)
 {
-	struct mr_qp *qp = calloc(1, sizeof(*qp));
+	struct mrv_qp *qp = calloc(1, sizeof(*qp));
 
 	if (!qp)
 		return NULL;
@@ -915,7 +915,7 @@ static struct mr_qp *mr_qp_alloc(void)
  * After a successful create: map the send ring the response describes, if
  * any.  Returns 0 or an errno (the caller destroys the QP).
  */
-static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mr_qp *qp,
+static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mrv_qp *qp,
 			    const struct metaroce_create_qp_resp *r,
 			    const struct ibv_qp_cap *cap)
 {
@@ -978,7 +978,7 @@ static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mr_qp *qp,
  * comes from ibv_post_send() as before (if the MTU changes later, the
  * kernel's check still holds: the work request completes in error).
  */
-static void mr_qp_ud_limit(struct ibv_context *ibctx, struct mr_qp *qp)
+static void mr_qp_ud_limit(struct ibv_context *ibctx, struct mrv_qp *qp)
 {
 	struct ibv_port_attr pa;
 
@@ -1008,9 +1008,9 @@ static uint32_t mr_qp_rings_fewer(uint32_t want)
 
 struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 {
-	struct mr_create_qp_resp resp = {};
-	struct mr_create_qp_cmd cmd = {};
-	struct mr_qp *qp;
+	struct mrv_create_qp_resp resp = {};
+	struct mrv_create_qp_cmd cmd = {};
+	struct mrv_qp *qp;
 	int ret;
 
 	ret = mr_check_qp_init(ibpd->context, attr->qp_type, ibpd,
@@ -1056,9 +1056,9 @@ struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
 				   IBV_QP_INIT_ATTR_CREATE_FLAGS |
 				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	struct ibv_qp_init_attr_ex a = *attr;
-	struct mr_create_qp_resp resp = {};
-	struct mr_create_qp_cmd cmd = {};
-	struct mr_qp *qp;
+	struct mrv_create_qp_resp resp = {};
+	struct mrv_create_qp_cmd cmd = {};
+	struct mrv_qp *qp;
 	int ret;
 
 	/* XRC, RSS, TSO, creation flags: not supported by the device. */
@@ -1180,7 +1180,7 @@ int mr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 		ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd,
 					sizeof(cmd));
 	if (!ret && (attr_mask & IBV_QP_STATE)) {
-		struct mr_qp *qp = to_mr_qp(ibqp);
+		struct mrv_qp *qp = to_mr_qp(ibqp);
 
 		pthread_spin_lock(&qp->sq_lock);
 		qp->state = attr->qp_state;

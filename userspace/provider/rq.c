@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * Receive rings, for QPs and SRQs alike (struct mr_rq): ibv_post_recv()
+ * Receive rings, for QPs and SRQs alike (struct mrv_rq): ibv_post_recv()
  * and ibv_post_srq_recv() write work requests into memory shared with the
  * kernel, which reads them when messages arrive.
  */
@@ -13,7 +13,7 @@
  * Map the ring a create response describes; rq->max_wr and rq->max_sge are
  * set.  Returns 0 or an errno.
  */
-int mr_rq_map(struct ibv_context *ibctx, struct mr_rq *rq, uint32_t slots,
+int mr_rq_map(struct ibv_context *ibctx, struct mrv_rq *rq, uint32_t slots,
 	      uint32_t stride, uint64_t offset, uint64_t size)
 {
 	uint64_t need = sizeof(struct metaroce_rwqe) +
@@ -49,7 +49,7 @@ int mr_rq_map(struct ibv_context *ibctx, struct mr_rq *rq, uint32_t slots,
  * @ring with @avail bytes of the mapping left: nothing to unmap of its
  * own. Returns 0 or an errno.
  */
-int mr_rq_place(struct mr_rq *rq, void *ring, uint64_t avail, uint32_t slots,
+int mr_rq_place(struct mrv_rq *rq, void *ring, uint64_t avail, uint32_t slots,
 		uint32_t stride)
 {
 	uint64_t need = sizeof(struct metaroce_rwqe) +
@@ -69,7 +69,7 @@ int mr_rq_place(struct mr_rq *rq, void *ring, uint64_t avail, uint32_t slots,
 	return 0;
 }
 
-void mr_rq_unmap(struct mr_rq *rq)
+void mr_rq_unmap(struct mrv_rq *rq)
 {
 	if (!rq->ring)
 		return;
@@ -80,7 +80,7 @@ void mr_rq_unmap(struct mr_rq *rq)
 	rq->ring = NULL;
 }
 
-int mr_rq_post(struct mr_rq *rq, struct ibv_recv_wr *wr,
+int mr_rq_post(struct mrv_rq *rq, struct ibv_recv_wr *wr,
 	       struct ibv_recv_wr **bad_wr, bool *kick)
 {
 	uint32_t consumer, posted = 0;

@@ -10,7 +10,7 @@
 #include "libmetaroce.h"
 
 /* After a successful create: map the ring, if any (0 or an errno). */
-static int mr_srq_setup(struct ibv_context *ibctx, struct mr_srq *srq,
+static int mr_srq_setup(struct ibv_context *ibctx, struct mrv_srq *srq,
 			const struct ibv_srq_attr *attr,
 			const struct metaroce_create_srq_resp *r)
 {
@@ -27,9 +27,9 @@ static int mr_srq_setup(struct ibv_context *ibctx, struct mr_srq *srq,
 struct ibv_srq *mr_create_srq(struct ibv_pd *ibpd,
 			      struct ibv_srq_init_attr *attr)
 {
-	struct mr_create_srq_resp resp = {};
-	struct mr_create_srq_cmd cmd = {};
-	struct mr_srq *srq;
+	struct mrv_create_srq_resp resp = {};
+	struct mrv_create_srq_cmd cmd = {};
+	struct mrv_srq *srq;
 	int ret;
 
 	srq = calloc(1, sizeof(*srq));
@@ -72,9 +72,9 @@ struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
 				   IBV_SRQ_INIT_ATTR_TYPE |
 				   IBV_SRQ_INIT_ATTR_CQ;
 	struct ibv_srq_init_attr_ex a = *attr;
-	struct mr_create_srq_resp resp = {};
-	struct mr_create_xsrq_cmd cmd = {};
-	struct mr_srq *srq;
+	struct mrv_create_srq_resp resp = {};
+	struct mrv_create_xsrq_cmd cmd = {};
+	struct mrv_srq *srq;
 	int ret;
 
 	if ((attr->comp_mask & ~supported) ||
@@ -133,7 +133,7 @@ struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
 int mr_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		  int attr_mask)
 {
-	struct mr_srq *srq = to_mr_srq(ibsrq);
+	struct mrv_srq *srq = to_mr_srq(ibsrq);
 	struct ibv_modify_srq cmd = {};
 	struct ibv_query_srq qcmd = {};
 	struct ibv_srq_attr now;
@@ -181,7 +181,7 @@ static int mr_cmd_post_srq_recv(void *obj, struct ibv_recv_wr *wr,
 int mr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr)
 {
-	struct mr_srq *srq = to_mr_srq(ibsrq);
+	struct mrv_srq *srq = to_mr_srq(ibsrq);
 	bool kick;
 
 	/* SRQs never ask for a doorbell. */

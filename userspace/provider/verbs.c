@@ -29,7 +29,7 @@ void mr_layout_warn(struct ibv_context *ibctx, const char *what)
 static void mr_set_fw_ver(struct ibv_context *ibctx, char *buf, size_t size,
 			  uint64_t fw_ver)
 {
-	const struct mr_device *dev = to_mr_dev(ibctx->device);
+	const struct mrv_device *dev = to_mr_dev(ibctx->device);
 
 	if (dev->fw_ver[0])
 		snprintf(buf, size, "%s", dev->fw_ver);
@@ -75,9 +75,9 @@ int mr_query_port(struct ibv_context *ibctx, uint8_t port_num,
 
 struct ibv_pd *mr_alloc_pd(struct ibv_context *ibctx)
 {
-	struct mr_alloc_pd_resp resp = {};
+	struct mrv_alloc_pd_resp resp = {};
 	struct ibv_alloc_pd cmd = {};
-	struct mr_pd *pd;
+	struct mrv_pd *pd;
 	int ret;
 
 	pd = calloc(1, sizeof(*pd));
@@ -183,8 +183,8 @@ int mr_dereg_mr(struct verbs_mr *vmr)
 
 struct ibv_ah *mr_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
-	struct mr_create_ah_resp resp = {};
-	struct mr_ah *ah;
+	struct mrv_create_ah_resp resp = {};
+	struct mrv_ah *ah;
 	int ret;
 
 	ah = calloc(1, sizeof(*ah));

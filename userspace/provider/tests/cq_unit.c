@@ -104,9 +104,9 @@ static void k_reset(uint64_t first, uint64_t end)
 	k.end_id = end;
 }
 
-static struct mr_cq *make_cq(bool ex)
+static struct mrv_cq *make_cq(bool ex)
 {
-	struct mr_cq *cq = mr_cq_alloc();
+	struct mrv_cq *cq = mr_cq_alloc();
 
 	if (!cq)
 		abort();
@@ -130,7 +130,7 @@ static void test_flags(void)
 		{ 1 << 5, 0, "WITH_VLAN dropped" },
 		{ 1 << 6, 0, "WITH_NETWORK_HDR_TYPE dropped" },
 	};
-	struct mr_cq *cq = make_cq(false);
+	struct mrv_cq *cq = make_cq(false);
 	struct ibv_wc wc;
 	size_t i;
 	int n;
@@ -148,7 +148,7 @@ static void test_flags(void)
 
 static void test_poll(void)
 {
-	struct mr_cq *cq = make_cq(false);
+	struct mrv_cq *cq = make_cq(false);
 	struct ibv_wc wc[300];
 	int i, n;
 
@@ -193,7 +193,7 @@ static void test_poll(void)
 
 static void test_ex(void)
 {
-	struct mr_cq *cq = make_cq(true);
+	struct mrv_cq *cq = make_cq(true);
 	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
 	struct ibv_poll_cq_attr attr = {};
 	struct ibv_wc wc[40];
@@ -278,9 +278,9 @@ static void test_ex(void)
 /* --- CQs with a ring ------------------------------------------------------ */
 
 /* A ring of @slots entries in anonymous memory, indices starting at @start. */
-static struct mr_cq *make_ring_cq(bool ex, uint32_t slots, uint32_t start)
+static struct mrv_cq *make_ring_cq(bool ex, uint32_t slots, uint32_t start)
 {
-	struct mr_cq *cq = make_cq(ex);
+	struct mrv_cq *cq = make_cq(ex);
 
 	cq->ring_size = METAROCE_CQ_RING_ENTRIES +
 			slots * sizeof(struct metaroce_cqe);
@@ -296,7 +296,7 @@ static struct mr_cq *make_ring_cq(bool ex, uint32_t slots, uint32_t start)
 }
 
 /* What the kernel does: room checked, entry, then the index (release). */
-static bool k_push(struct mr_cq *cq, uint64_t wr_id, uint32_t qp_num,
+static bool k_push(struct mrv_cq *cq, uint64_t wr_id, uint32_t qp_num,
 		   uint32_t flags)
 {
 	uint32_t prod = cq->ring->producer;
@@ -326,7 +326,7 @@ static bool k_push(struct mr_cq *cq, uint64_t wr_id, uint32_t qp_num,
 
 static void test_ring_poll(void)
 {
-	struct mr_cq *cq = make_ring_cq(false, 8, 0);
+	struct mrv_cq *cq = make_ring_cq(false, 8, 0);
 	struct ibv_wc wc[16];
 	bool order = true, fields;
 	uint64_t id = 0, next = 0;
@@ -397,7 +397,7 @@ static void test_ring_flags(void)
 		{ METAROCE_CQE_IP_CSUM_OK, IBV_WC_IP_CSUM_OK },
 		{ 1U << 31, 0 },
 	};
-	struct mr_cq *cq = make_ring_cq(false, 8, 0);
+	struct mrv_cq *cq = make_ring_cq(false, 8, 0);
 	struct ibv_wc wc;
 	bool ok = true;
 	size_t i;
@@ -413,7 +413,7 @@ static void test_ring_flags(void)
 
 static void test_ring_ex(void)
 {
-	struct mr_cq *cq = make_ring_cq(true, 8, UINT32_MAX - 3);
+	struct mrv_cq *cq = make_ring_cq(true, 8, UINT32_MAX - 3);
 	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
 	struct ibv_poll_cq_attr attr = {};
 	uint64_t id = 0, next = 0;
@@ -442,7 +442,7 @@ static void test_ring_ex(void)
 
 static void test_ring_clean(void)
 {
-	struct mr_cq *cq = make_ring_cq(true, 64, UINT32_MAX - 5);
+	struct mrv_cq *cq = make_ring_cq(true, 64, UINT32_MAX - 5);
 	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
 	struct ibv_poll_cq_attr attr = {};
 	struct ibv_wc wc[32];

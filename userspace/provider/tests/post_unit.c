@@ -109,7 +109,7 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		      struct ibv_create_qp *cmd, size_t cmd_size,
 		      struct ib_uverbs_create_qp_resp *resp, size_t resp_size)
 {
-	uint32_t mask = ((struct mr_create_qp_cmd *)cmd)->drv.comp_mask;
+	uint32_t mask = ((struct mrv_create_qp_cmd *)cmd)->drv.comp_mask;
 
 	if (k_creates < 4)
 		k_masks[k_creates] = mask;
@@ -169,9 +169,9 @@ static struct ibv_ah ah = { .context = &ctx }, other_ah = {
 	.context = &other_ctx };
 static uint8_t mem[1 << 16];
 
-static struct mr_qp *make_qp(enum ibv_qp_type type, uint64_t send_ops)
+static struct mrv_qp *make_qp(enum ibv_qp_type type, uint64_t send_ops)
 {
-	struct mr_qp *qp = mr_qp_alloc();
+	struct mrv_qp *qp = mr_qp_alloc();
 
 	if (!qp)
 		abort();
@@ -223,7 +223,7 @@ static bool ids_in_order(unsigned int n)
 
 static void test_post_send(void)
 {
-	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
+	struct mrv_qp *qp = make_qp(IBV_QPT_RC, 0);
 	struct ibv_send_wr wr[100], *bad = NULL;
 	int ret;
 
@@ -305,7 +305,7 @@ static void test_post_send(void)
 
 static void test_post_recv(void)
 {
-	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
+	struct mrv_qp *qp = make_qp(IBV_QPT_RC, 0);
 	struct ibv_srq srq = {};
 	struct ibv_recv_wr wr[70], *bad = NULL;
 	unsigned int i;
@@ -360,7 +360,7 @@ static void test_wr_api(void)
 	const uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
 			     IBV_QP_EX_WITH_RDMA_WRITE |
 			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-	struct mr_qp *qp = make_qp(IBV_QPT_RC, ops);
+	struct mrv_qp *qp = make_qp(IBV_QPT_RC, ops);
 	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
 	uint8_t data[64], want[64];
 	struct ibv_data_buf bufs[2];
@@ -548,9 +548,9 @@ static void test_wr_api(void)
 #define RING_SLOTS 64
 #define RING_STRIDE 128
 
-static struct mr_qp *make_ring_qp(uint32_t start)
+static struct mrv_qp *make_ring_qp(uint32_t start)
 {
-	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
+	struct mrv_qp *qp = make_qp(IBV_QPT_RC, 0);
 
 	qp->sq_slots = RING_SLOTS;
 	qp->sq_stride = RING_STRIDE;
@@ -567,7 +567,7 @@ static struct mr_qp *make_ring_qp(uint32_t start)
 	return qp;
 }
 
-static const struct metaroce_swqe *slot_of(const struct mr_qp *qp,
+static const struct metaroce_swqe *slot_of(const struct mrv_qp *qp,
 					   uint32_t idx)
 {
 	return (const void *)((const uint8_t *)qp->sq_ring +
@@ -577,7 +577,7 @@ static const struct metaroce_swqe *slot_of(const struct mr_qp *qp,
 
 static void test_ring_post(void)
 {
-	struct mr_qp *qp = make_ring_qp(0);
+	struct mrv_qp *qp = make_ring_qp(0);
 	struct ibv_send_wr wr[100], *bad = NULL;
 	const struct metaroce_swqe *w;
 	const struct metaroce_sge *sge;
@@ -730,9 +730,9 @@ static void test_ring_post(void)
 
 static void test_ud_ring(void)
 {
-	struct mr_qp *qp = make_ring_qp(5);
-	struct mr_ah mah = { .ibv_ah = { .context = &ctx }, .ahn = 77 };
-	struct mr_ah oah = { .ibv_ah = { .context = &other_ctx }, .ahn = 78 };
+	struct mrv_qp *qp = make_ring_qp(5);
+	struct mrv_ah mah = { .ibv_ah = { .context = &ctx }, .ahn = 77 };
+	struct mrv_ah oah = { .ibv_ah = { .context = &other_ctx }, .ahn = 78 };
 	struct ibv_send_wr wr[1], *bad = NULL;
 	const struct metaroce_swqe *w;
 	int ret;
@@ -823,7 +823,7 @@ static void test_old_kernel(void)
 
 static void test_ring_setup(void)
 {
-	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
+	struct mrv_qp *qp = make_qp(IBV_QPT_RC, 0);
 	struct metaroce_create_qp_resp r = {
 		.comp_mask = METAROCE_QP_SQ_RING,
 		.sq_slots = 64,
@@ -896,7 +896,7 @@ static void test_ring_one_map(void)
 	struct ibv_qp_cap cap = { .max_recv_wr = 16, .max_recv_sge = 2 };
 	int fd = memfd_create("rings", 0);
 	struct ibv_context c = { .cmd_fd = fd };
-	struct mr_qp *qp;
+	struct mrv_qp *qp;
 
 	if (fd < 0 || ftruncate(fd, 4096))
 		abort();
@@ -936,7 +936,7 @@ static void test_ring_one_map(void)
 #define RQ_SLOTS 8
 #define RQ_STRIDE (sizeof(struct metaroce_rwqe) + 2 * sizeof(struct metaroce_sge))
 
-static void make_rq_ring(struct mr_qp *qp, uint32_t start)
+static void make_rq_ring(struct mrv_qp *qp, uint32_t start)
 {
 	qp->rq.size = METAROCE_RQ_RING_ENTRIES + RQ_SLOTS * RQ_STRIDE;
 	qp->rq.ring = mmap(NULL, qp->rq.size, PROT_READ | PROT_WRITE,
@@ -952,7 +952,7 @@ static void make_rq_ring(struct mr_qp *qp, uint32_t start)
 	qp->rq.ring->consumer = start;
 }
 
-static const struct metaroce_rwqe *rslot(const struct mr_qp *qp, uint32_t idx)
+static const struct metaroce_rwqe *rslot(const struct mrv_qp *qp, uint32_t idx)
 {
 	return (const void *)((const uint8_t *)qp->rq.ring +
 			      METAROCE_RQ_RING_ENTRIES +
@@ -961,7 +961,7 @@ static const struct metaroce_rwqe *rslot(const struct mr_qp *qp, uint32_t idx)
 
 static void test_rq_ring(void)
 {
-	struct mr_qp *qp = make_qp(IBV_QPT_RC, 0);
+	struct mrv_qp *qp = make_qp(IBV_QPT_RC, 0);
 	struct ibv_recv_wr wr[10], *bad = NULL;
 	const struct metaroce_sge *sge;
 	struct ibv_sge s[2] = {

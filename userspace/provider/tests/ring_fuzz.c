@@ -172,12 +172,12 @@ static int post_recv_a(struct pair *p, struct side *a)
  * end, which the kernel must refuse); everything else is random, so the
  * kernel refuses it.
  */
-static void scribble(struct mr_qp *q, struct mr_cq *cq, const struct side *a,
+static void scribble(struct mrv_qp *q, struct mrv_cq *cq, const struct side *a,
 		     const struct side *b, unsigned int *doorbells)
 {
 	struct ibv_send_wr *bad = NULL;
 	struct ibv_recv_wr *rbad = NULL;
-	struct mr_rq *r = &q->rq;
+	struct mrv_rq *r = &q->rq;
 	uint32_t idx, i;
 	uint8_t *slot;
 
