@@ -7,10 +7,13 @@
  * verbs.c     device, port, PD, MR and AH verbs
  * cq.c        completion queues, extended (ibv_start_poll) polling included
  * qp.c        queue pairs and posting, the ibv_wr_* send API included
+ * rq.c        receive rings, for QPs and SRQs alike
  * srq.c       shared receive queues
  *
- * Every verb goes through the kernel's uverbs commands (ibv_cmd_*) for now;
- * the shared-ring fast path will replace posting and polling.
+ * Objects are created through the kernel's uverbs commands (ibv_cmd_*).
+ * Posting and polling go through rings in memory shared with the kernel
+ * (RC send rings, receive rings, CQ rings) where the kernel offers them,
+ * else through the uverbs commands too.
  */
 #ifndef LIBMETAROCE_H
 #define LIBMETAROCE_H
