@@ -538,7 +538,7 @@ mr_cm_listening() {
 # SIGABRT is run again too, and what the kernel logged of the crash is
 # shown.
 mr_pair() {
-	local name=$1 ready=$2 srv=() cli=() ready_cmd=() pid t0=$SECONDS
+	local name=$1 ready=$2 srv=() cli=() ready_cmd=() pid wpid t0=$SECONDS
 	local limit=${MR_PAIR_TIMEOUT:-120} try why tries=${MR_PAIR_TRIES:-3}
 	shift 2
 	while [[ $1 != -- ]]; do srv+=("$1"); shift; done
@@ -565,12 +565,18 @@ mr_pair() {
 			mr_fail "$name: the server was not ready ($ready) after" \
 				"$((SECONDS - t0))s; exit status $MR_PAIR_SRV_RC"
 		fi
+		rm -f "$MR_TMP/$name.stuck"
+		_mr_pair_watch "$name" "$(mr_secs "$limit")" "${srv[0]##*/}" \
+			"${cli[0]##*/}" &
+		wpid=$!
 		ip netns exec "$MR_A_NS" timeout -k 5 "$(mr_secs "$limit")" "${cli[@]}" \
 			>"$MR_TMP/$name.client" 2>&1 </dev/null || MR_PAIR_CLI_RC=$?
 		if ((MR_PAIR_CLI_RC != 0)) && ! wait_for 15 _mr_gone "$pid"; then
 			kill "$pid" 2>/dev/null || true
 		fi
 		wait "$pid" || MR_PAIR_SRV_RC=$?
+		kill "$wpid" 2>/dev/null || true
+		wait "$wpid" 2>/dev/null || true
 		((MR_PAIR_SRV_RC != 0 || MR_PAIR_CLI_RC != 0)) || break
 		((try < tries)) || break
 		why=$(_mr_pair_crash) ||
@@ -606,6 +612,35 @@ _mr_pair_crash() {
 	return 1
 }
 
+# _mr_pair_watch NAME SECS COMM...: a pair still running 3 s before its
+# time limit (SECS) is about to be killed: record where the processes named
+# COMM are (state, wait channel and kernel stack of each thread) and the
+# devices' counters and peers, in $MR_TMP/NAME.stuck, which _mr_pair_show
+# prints. Once the pair is killed, its connections may be gone.
+_mr_pair_watch() {
+	local name=$1 secs=$2 comm p t s
+	shift 2
+	# Killed when the pair ends: its sleep goes with it.
+	sleep "$((secs > 5 ? secs - 3 : secs))" &
+	s=$!
+	trap 'kill "$s" 2>/dev/null; exit 0' TERM
+	wait "$s"
+	trap - TERM
+	{
+		echo "--- $name: still running 3 s before its ${secs}s limit:"
+		for comm; do
+			for p in $(pgrep -x "${comm:0:15}"); do
+				echo "pid $p ($comm): $(grep '^State:' "/proc/$p/status" 2>/dev/null)"
+				for t in /proc/"$p"/task/*; do
+					echo "  thread ${t##*/}: wchan $(cat "$t/wchan" 2>/dev/null)"
+					sed 's/^/    /' "$t/stack" 2>/dev/null
+				done
+			done
+		done
+		mr_diag "$MR_A_DEV" "$MR_B_DEV"
+	} >"$MR_TMP/$name.stuck" 2>&1
+}
+
 # _mr_ready_or_gone PID CMD...: CMD succeeds, or PID has ended.
 _mr_ready_or_gone() {
 	local pid=$1
@@ -621,6 +656,7 @@ _mr_pair_show() {
 		echo "--- $1 $side (last 40 lines):"
 		tail -n 40 "$MR_TMP/$1.$side" | cut -c 1-200
 	done
+	[[ ! -s $MR_TMP/$1.stuck ]] || cut -c 1-200 "$MR_TMP/$1.stuck"
 	mr_diag "$MR_A_DEV" "$MR_B_DEV"
 }
 
