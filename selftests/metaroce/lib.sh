@@ -430,13 +430,19 @@ _mr_limits_h() {
 MR_A_NS=mrdpa MR_A_IF=mrdpa0 MR_A_IP=10.9.2.1 MR_A_DEV=mrdpa_dev
 MR_B_NS=mrdpb MR_B_IF=mrdpb0 MR_B_IP=10.9.2.2 MR_B_DEV=mrdpb_dev
 
-# mr_gid_index DEV IPV4: index of DEV's port-1 RoCE v2 GID for IPV4
-# (::ffff:IPV4); non-zero status when it has none.
+# mr_gid_index DEV ADDR: index of DEV's port-1 RoCE v2 GID for ADDR, an
+# IPv4 address (GID ::ffff:ADDR) or an IPv6 one; non-zero status when it
+# has none.
 mr_gid_index() {
 	local port=/sys/class/infiniband/$1/ports/1 want f t a b c d
-	IFS=. read -r a b c d <<<"$2"
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
-		"$a" "$b" "$c" "$d")
+	if [[ $2 == *:* ]]; then
+		want=$(python3 -c 'import ipaddress, sys
+print(ipaddress.ip_address(sys.argv[1]).exploded)' "$2") || return 1
+	else
+		IFS=. read -r a b c d <<<"$2"
+		want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
+			"$a" "$b" "$c" "$d")
+	fi
 	# One grep over the table (a process per entry is slow under TCG).
 	for f in $(grep -lx -- "$want" "$port"/gids/* 2>/dev/null); do
 		read -r t <"$port/gid_attrs/types/${f##*/}" 2>/dev/null ||
@@ -448,7 +454,7 @@ mr_gid_index() {
 	return 1
 }
 
-# mr_wait_dev DEV IPV4 [VAR]: waits until DEV has a RoCE v2 GID for IPV4
+# mr_wait_dev DEV ADDR [VAR]: waits until DEV has a RoCE v2 GID for ADDR
 # (mr_gid_index) and its port is ACTIVE, 10 s for each, else fails the
 # subtest; sets VAR (a variable or an array element), when given, to the
 # GID's index. Every topology of the tests waits for its devices so.
@@ -713,6 +719,13 @@ mr_stat_moved() {
 		d=$(mr_stat_delta "$before" "$after" "$c") || return 1
 		((d == 0)) || printf ' %s+%s' "$c" "$d"
 	done
+}
+
+# mr_done_since BEFORE N: device A completed at least N more messages
+# (messages_done_tx) than in the mr_stats snapshot BEFORE.
+mr_done_since() {
+	mr_stats "$MR_A_DEV" >"$1.now"
+	(($(mr_stat_delta "$1" "$1.now" messages_done_tx) >= $2))
 }
 
 # mr_stat_delta BEFORE AFTER NAME: how much counter NAME grew.

@@ -106,19 +106,13 @@ srq() { mixed srq 3 "" -- -q 200 -n "$OPS" --srq; }
 rd_atomic_1() { mixed rd_atomic_1 4 "" -- -q 200 -n "$OPS" -R 1; }
 big_reads() { mixed big_reads 5 "" -- -q 64 -n "$OPS" --big-qps 4; }
 
-# cut_due N: A completed N more messages than before the run.
-cut_due() {
-	mr_stats "$MR_A_DEV" >"$MR_TMP/link_cut.now"
-	(($(mr_stat_delta "$MR_TMP/link_cut.before" "$MR_TMP/link_cut.now" \
-		messages_done_tx) >= $1))
-}
-
 link_cut() {
 	local f late
 	mr_stats "$MR_A_DEV" >"$MR_TMP/link_cut.before"
 	(
 		# Once every QP has had time to get going.
-		wait_for 120 cut_due "$((QPS * 4))" || true
+		wait_for 120 mr_done_since "$MR_TMP/link_cut.before" \
+			"$((QPS * 4))" || true
 		ip netns exec "$MR_A_NS" tc qdisc replace dev "$MR_A_IF" root \
 			netem loss 100%
 		ip netns exec "$MR_B_NS" tc qdisc replace dev "$MR_B_IF" root \

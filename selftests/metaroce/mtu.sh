@@ -50,20 +50,6 @@ follows_netdev() {
 PORT=18521
 A_IP6=fd00:9:2::1 B_IP6=fd00:9:2::2
 
-# gid6_index DEV ADDR: the index of DEV's RoCE v2 GID for IPv6 ADDR.
-gid6_index() {
-	local port=/sys/class/infiniband/$1/ports/1 want f t
-	want=$(python3 -c 'import ipaddress, sys
-print(ipaddress.ip_address(sys.argv[1]).exploded)' "$2")
-	for f in $(grep -lx -- "$want" "$port"/gids/* 2>/dev/null); do
-		read -r t <"$port/gid_attrs/types/${f##*/}" 2>/dev/null || continue
-		[[ $t == "RoCE v2" ]] || continue
-		echo "${f##*/}"
-		return 0
-	done
-	return 1
-}
-
 # pingpong NAME GID_A GID_B SEG: 20 SENDs of 64 KiB from A, counted.
 pingpong() {
 	local name=$1 ga=$2 gb=$3 seg=$4 n=20 size=65536 before=$MR_TMP/$1.before
@@ -89,10 +75,8 @@ rc_segments() {
 	mr_two_hosts
 	ip -n "$MR_A_NS" addr add "$A_IP6/64" dev "$MR_A_IF" nodad
 	ip -n "$MR_B_NS" addr add "$B_IP6/64" dev "$MR_B_IF" nodad
-	assert_wait "$MR_A_DEV has a GID for $A_IP6" 10 gid6_index "$MR_A_DEV" "$A_IP6"
-	assert_wait "$MR_B_DEV has a GID for $B_IP6" 10 gid6_index "$MR_B_DEV" "$B_IP6"
-	g6a=$(gid6_index "$MR_A_DEV" "$A_IP6")
-	g6b=$(gid6_index "$MR_B_DEV" "$B_IP6")
+	mr_wait_dev "$MR_A_DEV" "$A_IP6" g6a
+	mr_wait_dev "$MR_B_DEV" "$B_IP6" g6b
 	for mtu in 1500 9000; do
 		ip -n "$MR_A_NS" link set "$MR_A_IF" mtu "$mtu"
 		ip -n "$MR_B_NS" link set "$MR_B_IF" mtu "$mtu"

@@ -141,13 +141,6 @@ path_dead() {
 	names_devices metaroce_path_state
 }
 
-# cut_due N: A completed N more messages than before link_cut's run.
-cut_due() {
-	mr_stats "$MR_A_DEV" >"$MR_TMP/link_cut.now"
-	(($(mr_stat_delta "$MR_TMP/link_cut.before" "$MR_TMP/link_cut.now" \
-		messages_done_tx) >= $1))
-}
-
 link_cut() {
 	local nqp
 	trace_on
@@ -155,7 +148,8 @@ link_cut() {
 	(
 		# Once the QPs carry traffic: a cut before the tools have
 		# connected (their TCP exchange) only makes them wait.
-		wait_for "$(mr_secs 120)" cut_due 32 || true
+		wait_for "$(mr_secs 120)" mr_done_since \
+			"$MR_TMP/link_cut.before" 32 || true
 		ip netns exec "$MR_A_NS" tc qdisc replace dev "$MR_A_IF" root \
 			netem loss 100%
 		ip netns exec "$MR_B_NS" tc qdisc replace dev "$MR_B_IF" root \
