@@ -466,6 +466,8 @@ def retarget(p, epoch, dsn, psn, syn=None):
     words = struct.pack(">IQ", syn[0], syn[1])
     if flags & H.F["SYN"]:
         p[hl - 12:hl] = words
+    elif p[13] + 3 > 0xff:	# a mutated HLen with no room for the words
+        return p
     else:
         p[hl:hl] = words
         p[13] += 3
