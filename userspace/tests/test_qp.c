@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * QPs (core/msg.c): every verbs operation end to end over the two-host
+ * QPs (core/msg.c, core/resp.c): every verbs operation end to end over the two-host
  * harness, completion order, msn wrap, the message window, fence and
  * max_rd_atomic, RNR, remote errors, retry exhaustion, flush, detach, the
  * responder's drop rules (white-box), READ-after-WRITE ordering, atomics

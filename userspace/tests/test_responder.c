@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The receive side's invariants against a peer that breaks the rules
- * (core/msg.c; protocol.rst, section 7.13), with the test playing the peer
+ * (core/resp.c; protocol.rst, section 7.13), with the test playing the peer
  * (endpoint.c): receives are consumed in SSN order, each by one message,
  * whatever SSNs arrive, and a peer that breaks that fails its QP (only
  * that one) with a counter that says why; a message completes when each

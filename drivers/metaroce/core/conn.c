@@ -13,7 +13,7 @@
  * exactly-once whatever arrives twice, and ACK coalescing.
  *
  * The top of the engine's files: it drives the paths (path.c), the QPs
- * (msg.c) and the window (cc.c). A packet goes out through emit.c, and a
+ * (resp.c, msg.c) and the window (cc.c). A packet goes out through emit.c, and a
  * processed segment leaves the segment table through segtab.c; both sit
  * below the paths, which use them too.
  */

@@ -230,23 +230,35 @@ int mr_segmap_check(struct mr_conn *c, struct mr_segmap *m, u32 len,
 int mr_segmap_land(struct mr_conn *c, struct mr_segmap *m, u32 len,
 		   u32 off, u32 k);
 
-/* msg.c */
-int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now);
-int mr_qp_fill_hdr(struct mr_qp *qp, const struct mr_seg *s,
-		   struct mr_hdr *h);
-void mr_qp_seg_acked(struct mr_qp *qp, struct mr_seg *s, u64 now);
-void mr_qp_on_ack_block(struct mr_qp *qp, const struct mr_ack_qp *aq,
-			u64 now);
+/* resp.c: the responder side, and a QP's receive dispatch */
 void mr_qp_fill_ack_block(struct mr_qp *qp, struct mr_ack_qp *aq);
 void mr_qp_rx(struct mr_conn *c, struct mr_qp *qp, const struct mr_hdr *h,
 	      u64 now, struct mr_rx *rx);
 void mr_qp_rx_done(struct mr_conn *c, struct mr_qp *qp,
 		   const struct mr_hdr *h, struct mr_rx *rx, int status,
 		   u64 result, u64 now);
+
+/* msg.c: the requester side, a QP's state and timers */
+int mr_qp_next_seg(struct mr_qp *qp, struct mr_seg *s, u64 now);
+int mr_qp_fill_hdr(struct mr_qp *qp, const struct mr_seg *s,
+		   struct mr_hdr *h);
+void mr_qp_seg_acked(struct mr_qp *qp, struct mr_seg *s, u64 now);
+void mr_qp_on_ack_block(struct mr_qp *qp, const struct mr_ack_qp *aq,
+			u64 now);
 void mr_qp_sweep(struct mr_conn *c, u64 now);
 void mr_qp_seg_gone(struct mr_qp *qp, const struct mr_seg *s);
 u64 mr_qp_next_timer(const struct mr_conn *c);
 int mr_qp_has_tx(const struct mr_qp *qp, u64 now);
 void mr_qp_source_gone(struct mr_qp *qp, u64 now);
+/* For resp.c: a response to one of our messages, and its placement. */
+void mr_qp_rx_response(struct mr_conn *c, struct mr_qp *qp,
+		       const struct mr_hdr *h, struct mr_rx *rx);
+void mr_qp_response_done(struct mr_conn *c, struct mr_qp *qp,
+			 const struct mr_hdr *h, const struct mr_rx *rx,
+			 int status, u64 now);
+/* For resp.c: the QP has something to send (a READ or atomic response). */
+void mr_qp_activate(struct mr_qp *qp);
+/* For resp.c: the responder's fatal error, once its responses are out. */
+void mr_qp_fatal_fail(struct mr_qp *qp);
 
 #endif /* METAROCE_CORE_INTERNAL_H */
