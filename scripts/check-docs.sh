@@ -8,6 +8,8 @@
 #   - config.c declares a module parameter for each, in the same order;
 #   - the admin guide's table of transport tunables has a row for each
 #     tunable, with its default, and no row for anything else;
+#   - engine.rst's table of source files names each file of the engine
+#     (drivers/metaroce/core/*.[ch]) and no file that does not exist;
 #   - every Documentation/*.rst is valid reStructuredText (docutils: no
 #     error, such as a table whose text runs into a column's margin).
 # The sizes of engine.rst's memory table are checked by the engine's unit
@@ -55,6 +57,17 @@ extra=$(awk '{ print $1 }' <<<"$rows" | grep -vxF -f <(printf '%s\n' "${list[@]%
 result "$((${#wrong[@]} > 0))" \
 	"admin guide's tunables table: ${#list[@]} rows, the defaults of tunables.h" \
 	"$(printf '%s; ' "${wrong[@]}")"
+
+# engine.rst, section 2: "* - ``drivers/metaroce/core/FILE``" rows.
+ENGINE=${2:-$TOP/Documentation/engine.rst}
+listed=$(sed -nE 's|^ +\* - ``(drivers/metaroce/core/[^`]+)``$|\1|p' "$ENGINE" | sort)
+present=$(cd "$TOP" && ls drivers/metaroce/core/*.[ch] | sort)
+diffs=$(diff <(echo "$listed") <(echo "$present") | sed -nE \
+	-e 's|^< (.*)|\1 listed, not in the tree;|p' \
+	-e 's|^> (.*)|\1 not listed;|p' | paste -sd' ' || true)
+result "$([[ -z $diffs ]]; echo $?)" \
+	"engine.rst lists the $(wc -l <<<"$present") source files of the engine" \
+	"$diffs"
 
 # reStructuredText that does not parse renders as garbage, silently. The
 # Debian python3-docutils of make deps, whatever python3 PATH finds first.
