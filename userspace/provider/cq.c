@@ -10,7 +10,7 @@
  * POLL_CQ hands back the kernel's struct ib_wc as it is.  Its wc_flags are
  * the kernel's IB_WC_* bits (include/rdma/ib_verbs.h), which uverbs does not
  * translate and which differ from libibverbs' IBV_WC_* from bit 2 on, so
- * every polled completion goes through mr_wc_flags().
+ * every polled completion goes through mrv_wc_flags().
  *
  * Extended CQs (ibv_create_cq_ex) implement ibv_start_poll() and friends on
  * top of either: the CQ fetches a batch of completions and hands them out
@@ -23,28 +23,28 @@
 #include "libmetaroce.h"
 
 /* Completions asked for per POLL_CQ command (libibverbs mallocs for it). */
-#define MR_POLL_CHUNK 64
+#define MRV_POLL_CHUNK 64
 
 /* The kernel's enum ib_wc_flags, as POLL_CQ reports them. */
 enum {
-	MR_KWC_GRH = 1 << 0,
-	MR_KWC_WITH_IMM = 1 << 1,
-	MR_KWC_WITH_INVALIDATE = 1 << 2,
-	MR_KWC_IP_CSUM_OK = 1 << 3,
+	MRV_KWC_GRH = 1 << 0,
+	MRV_KWC_WITH_IMM = 1 << 1,
+	MRV_KWC_WITH_INVALIDATE = 1 << 2,
+	MRV_KWC_IP_CSUM_OK = 1 << 3,
 	/* WITH_SMAC, WITH_VLAN, WITH_NETWORK_HDR_TYPE: not in struct ibv_wc */
 };
 
-static unsigned int mr_wc_flags(unsigned int kflags)
+static unsigned int mrv_wc_flags(unsigned int kflags)
 {
 	unsigned int flags = 0;
 
-	if (kflags & MR_KWC_GRH)
+	if (kflags & MRV_KWC_GRH)
 		flags |= IBV_WC_GRH;
-	if (kflags & MR_KWC_WITH_IMM)
+	if (kflags & MRV_KWC_WITH_IMM)
 		flags |= IBV_WC_WITH_IMM;
-	if (kflags & MR_KWC_WITH_INVALIDATE)
+	if (kflags & MRV_KWC_WITH_INVALIDATE)
 		flags |= IBV_WC_WITH_INV;
-	if (kflags & MR_KWC_IP_CSUM_OK)
+	if (kflags & MRV_KWC_IP_CSUM_OK)
 		flags |= IBV_WC_IP_CSUM_OK;
 	return flags;
 }
@@ -54,13 +54,13 @@ static unsigned int mr_wc_flags(unsigned int kflags)
  * set if the first command failed: completions already taken from the
  * kernel are never dropped.
  */
-static int mr_kernel_poll(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
+static int mrv_kernel_poll(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
 {
 	int total = 0;
 
 	while (total < ne) {
-		int want = ne - total < MR_POLL_CHUNK ? ne - total :
-							MR_POLL_CHUNK;
+		int want = ne - total < MRV_POLL_CHUNK ? ne - total :
+							MRV_POLL_CHUNK;
 		int i, n;
 
 		n = ibv_cmd_poll_cq(&cq->vcq.cq, want, wc + total);
@@ -68,7 +68,7 @@ static int mr_kernel_poll(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
 			return total ? total : -1;
 		for (i = 0; i < n; i++)
 			wc[total + i].wc_flags =
-				mr_wc_flags(wc[total + i].wc_flags);
+				mrv_wc_flags(wc[total + i].wc_flags);
 		total += n;
 		if (n < want)
 			break;
@@ -78,15 +78,15 @@ static int mr_kernel_poll(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
 
 /* --- the ring ------------------------------------------------------------ */
 
-static struct metaroce_cqe *mr_ring_entry(const struct mrv_cq *cq,
-					  uint32_t index)
+static struct metaroce_cqe *mrv_ring_entry(const struct mrv_cq *cq,
+					   uint32_t index)
 {
 	return (struct metaroce_cqe *)((char *)cq->ring +
 				       METAROCE_CQ_RING_ENTRIES) +
 	       (index & (cq->slots - 1));
 }
 
-static void mr_cqe_to_wc(const struct metaroce_cqe *e, struct ibv_wc *wc)
+static void mrv_cqe_to_wc(const struct metaroce_cqe *e, struct ibv_wc *wc)
 {
 	unsigned int flags = 0;
 
@@ -116,7 +116,7 @@ static void mr_cqe_to_wc(const struct metaroce_cqe *e, struct ibv_wc *wc)
 }
 
 /* Up to @ne completions from the ring, with cq->lock held. */
-static int mr_ring_poll(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
+static int mrv_ring_poll(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
 {
 	uint32_t avail, i;
 
@@ -126,7 +126,7 @@ static int mr_ring_poll(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
 	if (avail > (uint32_t)ne)
 		avail = ne;
 	for (i = 0; i < avail; i++)
-		mr_cqe_to_wc(mr_ring_entry(cq, cq->consumer + i), &wc[i]);
+		mrv_cqe_to_wc(mrv_ring_entry(cq, cq->consumer + i), &wc[i]);
 	if (avail) {
 		cq->consumer += avail;
 		/* The kernel may reuse the slots once this is seen. */
@@ -137,15 +137,15 @@ static int mr_ring_poll(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
 }
 
 /* Up to @ne completions, from the ring or the kernel (-1 and errno). */
-static int mr_fetch(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
+static int mrv_fetch(struct mrv_cq *cq, int ne, struct ibv_wc *wc)
 {
-	return cq->ring ? mr_ring_poll(cq, ne, wc) :
-			  mr_kernel_poll(cq, ne, wc);
+	return cq->ring ? mrv_ring_poll(cq, ne, wc) :
+			  mrv_kernel_poll(cq, ne, wc);
 }
 
-int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+int mrv_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
-	struct mrv_cq *cq = to_mr_cq(ibcq);
+	struct mrv_cq *cq = to_mrv_cq(ibcq);
 	int n = 0, ret;
 
 	if (ne < 0) {
@@ -153,7 +153,7 @@ int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		return -1;
 	}
 	if (!cq->ex && !cq->ring)
-		return mr_kernel_poll(cq, ne, wc);
+		return mrv_kernel_poll(cq, ne, wc);
 
 	/* Completions fetched by the extended API come first. */
 	pthread_mutex_lock(&cq->lock);
@@ -162,7 +162,7 @@ int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		cq->count--;
 	}
 	if (n < ne) {
-		ret = mr_fetch(cq, ne - n, wc + n);
+		ret = mrv_fetch(cq, ne - n, wc + n);
 		if (ret > 0)
 			n += ret;
 		else if (ret < 0 && !n)
@@ -174,11 +174,11 @@ int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 
 /* --- the extended poll API (lock held from start_poll to end_poll) --- */
 
-static int mr_refill(struct mrv_cq *cq)
+static int mrv_refill(struct mrv_cq *cq)
 {
 	int n;
 
-	n = mr_fetch(cq, MR_CQ_BATCH, cq->batch);
+	n = mrv_fetch(cq, MRV_CQ_BATCH, cq->batch);
 	if (n < 0)
 		return errno ? errno : EIO;
 	cq->head = 0;
@@ -186,7 +186,7 @@ static int mr_refill(struct mrv_cq *cq)
 	return n ? 0 : ENOENT;
 }
 
-static void mr_set_current(struct mrv_cq *cq)
+static void mrv_set_current(struct mrv_cq *cq)
 {
 	const struct ibv_wc *wc = &cq->batch[cq->head];
 
@@ -195,7 +195,7 @@ static void mr_set_current(struct mrv_cq *cq)
 	cq->cur_valid = true;
 }
 
-static void mr_consume_current(struct mrv_cq *cq)
+static void mrv_consume_current(struct mrv_cq *cq)
 {
 	if (!cq->cur_valid)
 		return;
@@ -204,10 +204,10 @@ static void mr_consume_current(struct mrv_cq *cq)
 	cq->cur_valid = false;
 }
 
-static int mr_start_poll(struct ibv_cq_ex *cq_ex,
-			 struct ibv_poll_cq_attr *attr)
+static int mrv_start_poll(struct ibv_cq_ex *cq_ex,
+			  struct ibv_poll_cq_attr *attr)
 {
-	struct mrv_cq *cq = ex_to_mr_cq(cq_ex);
+	struct mrv_cq *cq = ex_to_mrv_cq(cq_ex);
 	int ret;
 
 	if (attr->comp_mask)
@@ -215,113 +215,113 @@ static int mr_start_poll(struct ibv_cq_ex *cq_ex,
 
 	pthread_mutex_lock(&cq->lock);
 	if (!cq->count) {
-		ret = mr_refill(cq);
+		ret = mrv_refill(cq);
 		if (ret) {
 			/* No end_poll() follows a failed start_poll(). */
 			pthread_mutex_unlock(&cq->lock);
 			return ret;
 		}
 	}
-	mr_set_current(cq);
+	mrv_set_current(cq);
 	return 0;
 }
 
-static int mr_next_poll(struct ibv_cq_ex *cq_ex)
+static int mrv_next_poll(struct ibv_cq_ex *cq_ex)
 {
-	struct mrv_cq *cq = ex_to_mr_cq(cq_ex);
+	struct mrv_cq *cq = ex_to_mrv_cq(cq_ex);
 	int ret;
 
-	mr_consume_current(cq);
+	mrv_consume_current(cq);
 	if (!cq->count) {
-		ret = mr_refill(cq);
+		ret = mrv_refill(cq);
 		if (ret)
 			return ret;
 	}
-	mr_set_current(cq);
+	mrv_set_current(cq);
 	return 0;
 }
 
-static void mr_end_poll(struct ibv_cq_ex *cq_ex)
+static void mrv_end_poll(struct ibv_cq_ex *cq_ex)
 {
-	struct mrv_cq *cq = ex_to_mr_cq(cq_ex);
+	struct mrv_cq *cq = ex_to_mrv_cq(cq_ex);
 
-	mr_consume_current(cq);
+	mrv_consume_current(cq);
 	pthread_mutex_unlock(&cq->lock);
 }
 
-static const struct ibv_wc *mr_cur(struct ibv_cq_ex *cq_ex)
+static const struct ibv_wc *mrv_cur(struct ibv_cq_ex *cq_ex)
 {
-	const struct mrv_cq *cq = ex_to_mr_cq(cq_ex);
+	const struct mrv_cq *cq = ex_to_mrv_cq(cq_ex);
 
 	return &cq->batch[cq->head];
 }
 
-static enum ibv_wc_opcode mr_read_opcode(struct ibv_cq_ex *cq_ex)
+static enum ibv_wc_opcode mrv_read_opcode(struct ibv_cq_ex *cq_ex)
 {
-	return mr_cur(cq_ex)->opcode;
+	return mrv_cur(cq_ex)->opcode;
 }
 
-static uint32_t mr_read_vendor_err(struct ibv_cq_ex *cq_ex)
+static uint32_t mrv_read_vendor_err(struct ibv_cq_ex *cq_ex)
 {
-	return mr_cur(cq_ex)->vendor_err;
+	return mrv_cur(cq_ex)->vendor_err;
 }
 
-static uint32_t mr_read_byte_len(struct ibv_cq_ex *cq_ex)
+static uint32_t mrv_read_byte_len(struct ibv_cq_ex *cq_ex)
 {
-	return mr_cur(cq_ex)->byte_len;
+	return mrv_cur(cq_ex)->byte_len;
 }
 
 /* Also the invalidated rkey (ibv_wc_read_invalidated_rkey). */
-static __be32 mr_read_imm_data(struct ibv_cq_ex *cq_ex)
+static __be32 mrv_read_imm_data(struct ibv_cq_ex *cq_ex)
 {
-	return mr_cur(cq_ex)->imm_data;
+	return mrv_cur(cq_ex)->imm_data;
 }
 
-static uint32_t mr_read_qp_num(struct ibv_cq_ex *cq_ex)
+static uint32_t mrv_read_qp_num(struct ibv_cq_ex *cq_ex)
 {
-	return mr_cur(cq_ex)->qp_num;
+	return mrv_cur(cq_ex)->qp_num;
 }
 
-static uint32_t mr_read_src_qp(struct ibv_cq_ex *cq_ex)
+static uint32_t mrv_read_src_qp(struct ibv_cq_ex *cq_ex)
 {
-	return mr_cur(cq_ex)->src_qp;
+	return mrv_cur(cq_ex)->src_qp;
 }
 
-static unsigned int mr_read_wc_flags(struct ibv_cq_ex *cq_ex)
+static unsigned int mrv_read_wc_flags(struct ibv_cq_ex *cq_ex)
 {
-	return mr_cur(cq_ex)->wc_flags;
+	return mrv_cur(cq_ex)->wc_flags;
 }
 
-static uint32_t mr_read_slid(struct ibv_cq_ex *cq_ex)
+static uint32_t mrv_read_slid(struct ibv_cq_ex *cq_ex)
 {
-	return mr_cur(cq_ex)->slid;
+	return mrv_cur(cq_ex)->slid;
 }
 
-static uint8_t mr_read_sl(struct ibv_cq_ex *cq_ex)
+static uint8_t mrv_read_sl(struct ibv_cq_ex *cq_ex)
 {
-	return mr_cur(cq_ex)->sl;
+	return mrv_cur(cq_ex)->sl;
 }
 
-static uint8_t mr_read_dlid_path_bits(struct ibv_cq_ex *cq_ex)
+static uint8_t mrv_read_dlid_path_bits(struct ibv_cq_ex *cq_ex)
 {
-	return mr_cur(cq_ex)->dlid_path_bits;
+	return mrv_cur(cq_ex)->dlid_path_bits;
 }
 
-static void mr_init_cq_ex_ops(struct ibv_cq_ex *cq_ex)
+static void mrv_init_cq_ex_ops(struct ibv_cq_ex *cq_ex)
 {
-	cq_ex->start_poll = mr_start_poll;
-	cq_ex->next_poll = mr_next_poll;
-	cq_ex->end_poll = mr_end_poll;
-	cq_ex->read_opcode = mr_read_opcode;
-	cq_ex->read_vendor_err = mr_read_vendor_err;
-	cq_ex->read_byte_len = mr_read_byte_len;
-	cq_ex->read_imm_data = mr_read_imm_data;
-	cq_ex->read_qp_num = mr_read_qp_num;
-	cq_ex->read_src_qp = mr_read_src_qp;
-	cq_ex->read_wc_flags = mr_read_wc_flags;
-	cq_ex->read_slid = mr_read_slid;
-	cq_ex->read_sl = mr_read_sl;
-	cq_ex->read_dlid_path_bits = mr_read_dlid_path_bits;
+	cq_ex->start_poll = mrv_start_poll;
+	cq_ex->next_poll = mrv_next_poll;
+	cq_ex->end_poll = mrv_end_poll;
+	cq_ex->read_opcode = mrv_read_opcode;
+	cq_ex->read_vendor_err = mrv_read_vendor_err;
+	cq_ex->read_byte_len = mrv_read_byte_len;
+	cq_ex->read_imm_data = mrv_read_imm_data;
+	cq_ex->read_qp_num = mrv_read_qp_num;
+	cq_ex->read_src_qp = mrv_read_src_qp;
+	cq_ex->read_wc_flags = mrv_read_wc_flags;
+	cq_ex->read_slid = mrv_read_slid;
+	cq_ex->read_sl = mrv_read_sl;
+	cq_ex->read_dlid_path_bits = mrv_read_dlid_path_bits;
 	/*
 	 * Completion timestamps, cvlan, flow tag and tag matching cannot be
 	 * requested (create fails with EOPNOTSUPP): their readers stay NULL.
@@ -330,7 +330,7 @@ static void mr_init_cq_ex_ops(struct ibv_cq_ex *cq_ex)
 
 /* --- create / resize / destroy ------------------------------------------ */
 
-static struct mrv_cq *mr_cq_alloc(void)
+static struct mrv_cq *mrv_cq_alloc(void)
 {
 	struct mrv_cq *cq;
 
@@ -345,7 +345,7 @@ static struct mrv_cq *mr_cq_alloc(void)
 	return cq;
 }
 
-static void mr_cq_free(struct mrv_cq *cq)
+static void mrv_cq_free(struct mrv_cq *cq)
 {
 	if (cq->ring)
 		munmap(cq->ring, cq->ring_size);
@@ -358,7 +358,7 @@ static void mr_cq_free(struct mrv_cq *cq)
  * mapping, NULL if the kernel gave no ring, or MAP_FAILED with errno set.
  */
 static struct metaroce_cq_ring *
-mr_ring_map(struct ibv_context *ibctx, const struct metaroce_create_cq_resp *r)
+mrv_ring_map(struct ibv_context *ibctx, const struct metaroce_create_cq_resp *r)
 {
 	if (!(r->comp_mask & METAROCE_CQ_RING))
 		return NULL;
@@ -375,10 +375,10 @@ mr_ring_map(struct ibv_context *ibctx, const struct metaroce_create_cq_resp *r)
 }
 
 /* After a successful create: map the ring, or undo the create. */
-static int mr_cq_setup_ring(struct ibv_context *ibctx, struct mrv_cq *cq,
-			    const struct metaroce_create_cq_resp *r)
+static int mrv_cq_setup_ring(struct ibv_context *ibctx, struct mrv_cq *cq,
+			     const struct metaroce_create_cq_resp *r)
 {
-	struct metaroce_cq_ring *ring = mr_ring_map(ibctx, r);
+	struct metaroce_cq_ring *ring = mrv_ring_map(ibctx, r);
 	int ret = errno;
 
 	if (ring == MAP_FAILED) {
@@ -394,8 +394,8 @@ static int mr_cq_setup_ring(struct ibv_context *ibctx, struct mrv_cq *cq,
 	return 0;
 }
 
-struct ibv_cq *mr_create_cq(struct ibv_context *ibctx, int cqe,
-			    struct ibv_comp_channel *channel, int comp_vector)
+struct ibv_cq *mrv_create_cq(struct ibv_context *ibctx, int cqe,
+			     struct ibv_comp_channel *channel, int comp_vector)
 {
 	struct mrv_create_cq_resp resp = {};
 	struct mrv_create_cq_cmd cmd = {};
@@ -408,7 +408,7 @@ struct ibv_cq *mr_create_cq(struct ibv_context *ibctx, int cqe,
 		return NULL;
 	}
 
-	cq = mr_cq_alloc();
+	cq = mrv_cq_alloc();
 	if (!cq)
 		return NULL;
 
@@ -416,17 +416,17 @@ struct ibv_cq *mr_create_cq(struct ibv_context *ibctx, int cqe,
 	ret = ibv_cmd_create_cq(ibctx, cqe, channel, comp_vector, &cq->vcq.cq,
 				&cmd.ibv, sizeof(cmd), &resp.ibv, sizeof(resp));
 	if (!ret)
-		ret = mr_cq_setup_ring(ibctx, cq, &resp.drv);
+		ret = mrv_cq_setup_ring(ibctx, cq, &resp.drv);
 	if (ret) {
-		mr_cq_free(cq);
+		mrv_cq_free(cq);
 		errno = ret;
 		return NULL;
 	}
 	return &cq->vcq.cq;
 }
 
-struct ibv_cq_ex *mr_create_cq_ex(struct ibv_context *ibctx,
-				  struct ibv_cq_init_attr_ex *attr)
+struct ibv_cq_ex *mrv_create_cq_ex(struct ibv_context *ibctx,
+				   struct ibv_cq_init_attr_ex *attr)
 {
 	struct mrv_create_cq_ex_resp resp = {};
 	struct mrv_create_cq_ex_cmd cmd = {};
@@ -449,34 +449,34 @@ struct ibv_cq_ex *mr_create_cq_ex(struct ibv_context *ibctx,
 		return NULL;
 	}
 
-	cq = mr_cq_alloc();
+	cq = mrv_cq_alloc();
 	if (!cq)
 		return NULL;
 	cq->ex = true;
 
 	cmd.drv.comp_mask = METAROCE_CQ_RING;
-	ret = mr_cmd_create_cq_ex(ibctx, attr, &cq->vcq, &cmd.ibv, sizeof(cmd),
-				  &resp.ibv, sizeof(resp), 0);
+	ret = mrv_cmd_create_cq_ex(ibctx, attr, &cq->vcq, &cmd.ibv, sizeof(cmd),
+				   &resp.ibv, sizeof(resp), 0);
 	if (!ret)
-		ret = mr_cq_setup_ring(ibctx, cq, &resp.drv);
+		ret = mrv_cq_setup_ring(ibctx, cq, &resp.drv);
 	if (ret) {
-		mr_cq_free(cq);
+		mrv_cq_free(cq);
 		errno = ret;
 		return NULL;
 	}
 
-	mr_init_cq_ex_ops(&cq->vcq.cq_ex);
+	mrv_init_cq_ex_ops(&cq->vcq.cq_ex);
 	return &cq->vcq.cq_ex;
 }
 
-int mr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
 }
 
-int mr_resize_cq(struct ibv_cq *ibcq, int cqe)
+int mrv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	struct mrv_cq *cq = to_mr_cq(ibcq);
+	struct mrv_cq *cq = to_mrv_cq(ibcq);
 	struct mrv_resize_cq_resp resp = {};
 	struct mrv_resize_cq_cmd cmd = {};
 	struct metaroce_cq_ring *ring;
@@ -495,7 +495,7 @@ int mr_resize_cq(struct ibv_cq *ibcq, int cqe)
 	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv, sizeof(cmd), &resp.ibv,
 				sizeof(resp));
 	if (!ret) {
-		ring = mr_ring_map(ibcq->context, &resp.drv);
+		ring = mrv_ring_map(ibcq->context, &resp.drv);
 		if (!ring || ring == MAP_FAILED) {
 			/*
 			 * The old ring is not written any more and the new
@@ -516,7 +516,7 @@ int mr_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return ret;
 }
 
-int mr_destroy_cq(struct ibv_cq *ibcq)
+int mrv_destroy_cq(struct ibv_cq *ibcq)
 {
 	int ret;
 
@@ -524,21 +524,21 @@ int mr_destroy_cq(struct ibv_cq *ibcq)
 	if (ret)
 		return ret;
 
-	mr_cq_free(to_mr_cq(ibcq));
+	mrv_cq_free(to_mrv_cq(ibcq));
 	return 0;
 }
 
 /*
- * mr_cq_clean: drops the completions of QP @qp_num, which was destroyed or
+ * mrv_cq_clean: drops the completions of QP @qp_num, which was destroyed or
  * reset, from the CQ (the kernel does it for CQs without a ring).  The
  * others keep their order.  In the ring, the kept entries move towards the
  * producer end and the consumer index advances past the freed slots, so
  * the kernel, which writes only from its producer index on, never sees a
  * slot in use as free.
  */
-void mr_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
+void mrv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 {
-	struct mrv_cq *cq = to_mr_cq(ibcq);
+	struct mrv_cq *cq = to_mrv_cq(ibcq);
 	uint32_t i, n, drop = 0, prod;
 
 	if (!cq->ring)
@@ -554,12 +554,12 @@ void mr_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 
 	prod = __atomic_load_n(&cq->ring->producer, __ATOMIC_ACQUIRE);
 	for (i = prod; i != cq->consumer; i--) {
-		struct metaroce_cqe *e = mr_ring_entry(cq, i - 1);
+		struct metaroce_cqe *e = mrv_ring_entry(cq, i - 1);
 
 		if (e->qp_num == qp_num)
 			drop++;
 		else if (drop)
-			*mr_ring_entry(cq, i - 1 + drop) = *e;
+			*mrv_ring_entry(cq, i - 1 + drop) = *e;
 	}
 	if (drop) {
 		cq->consumer += drop;

@@ -28,9 +28,9 @@
 
 #include "pabi.h"
 
-#define MR_PROVIDER_NAME "metaroce"
+#define MRV_PROVIDER_NAME "metaroce"
 
-#define mr_container_of(ptr, type, member) \
+#define mrv_container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* One metaroce ib_device, as found by libibverbs. */
@@ -55,7 +55,7 @@ struct mrv_pd {
 };
 
 /* Completions fetched per POLL_CQ command by the extended poll API. */
-#define MR_CQ_BATCH 16
+#define MRV_CQ_BATCH 16
 
 struct mrv_cq {
 	struct verbs_cq vcq;
@@ -81,7 +81,7 @@ struct mrv_cq {
 	uint32_t head;		/* next entry of batch[] to return */
 	uint32_t count;		/* entries of batch[] not returned yet */
 	bool cur_valid;		/* batch[head] is the current entry */
-	struct ibv_wc batch[MR_CQ_BATCH];
+	struct ibv_wc batch[MRV_CQ_BATCH];
 };
 
 /* Work requests of an ibv_wr_start() ... ibv_wr_complete() sequence. */
@@ -111,17 +111,17 @@ struct mrv_rq {
 	pthread_spinlock_t lock;
 };
 
-int mr_rq_map(struct ibv_context *ibctx, struct mrv_rq *rq, uint32_t slots,
-	      uint32_t stride, uint64_t offset, uint64_t size);
-int mr_rq_place(struct mrv_rq *rq, void *ring, uint64_t avail, uint32_t slots,
-		uint32_t stride);
-void mr_rq_unmap(struct mrv_rq *rq);
+int mrv_rq_map(struct ibv_context *ibctx, struct mrv_rq *rq, uint32_t slots,
+	       uint32_t stride, uint64_t offset, uint64_t size);
+int mrv_rq_place(struct mrv_rq *rq, void *ring, uint64_t avail, uint32_t slots,
+		 uint32_t stride);
+void mrv_rq_unmap(struct mrv_rq *rq);
 /*
  * Write @wr's chain to the ring; *kick says whether the doorbell must
  * ring.  Returns 0 or an errno (*bad_wr set).
  */
-int mr_rq_post(struct mrv_rq *rq, struct ibv_recv_wr *wr,
-	       struct ibv_recv_wr **bad_wr, bool *kick);
+int mrv_rq_post(struct mrv_rq *rq, struct ibv_recv_wr *wr,
+		struct ibv_recv_wr **bad_wr, bool *kick);
 
 struct mrv_qp {
 	struct verbs_qp vqp;
@@ -183,7 +183,7 @@ struct mrv_alloc_pd_resp {
 	struct metaroce_alloc_pd_resp drv;
 };
 
-#define MR_CHECK_CMD_LAYOUT(type, core_type, drv_type)			\
+#define MRV_CHECK_CMD_LAYOUT(type, core_type, drv_type)			\
 	static_assert(offsetof(struct type, drv) == sizeof(struct core_type) && \
 		      sizeof(struct type) == sizeof(struct core_type) +	\
 					     sizeof(struct drv_type) &&	\
@@ -235,8 +235,8 @@ struct mrv_create_ah_resp {
 	struct metaroce_create_ah_resp drv;
 };
 
-MR_CHECK_CMD_LAYOUT(mrv_create_ah_resp, ib_uverbs_create_ah_resp,
-		    metaroce_create_ah_resp);
+MRV_CHECK_CMD_LAYOUT(mrv_create_ah_resp, ib_uverbs_create_ah_resp,
+		     metaroce_create_ah_resp);
 
 struct mrv_create_srq_cmd {
 	struct ibv_create_srq ibv;
@@ -253,152 +253,154 @@ struct mrv_create_xsrq_cmd {
 	struct metaroce_create_srq_req drv;
 };
 
-MR_CHECK_CMD_LAYOUT(mrv_create_srq_cmd, ibv_create_srq, metaroce_create_srq_req);
-MR_CHECK_CMD_LAYOUT(mrv_create_srq_resp, ib_uverbs_create_srq_resp,
-		    metaroce_create_srq_resp);
-MR_CHECK_CMD_LAYOUT(mrv_create_xsrq_cmd, ibv_create_xsrq,
-		    metaroce_create_srq_req);
-MR_CHECK_CMD_LAYOUT(mrv_create_qp_cmd, ibv_create_qp, metaroce_create_qp_req);
-MR_CHECK_CMD_LAYOUT(mrv_create_qp_resp, ib_uverbs_create_qp_resp,
-		    metaroce_create_qp_resp);
-MR_CHECK_CMD_LAYOUT(mrv_create_cq_cmd, ibv_create_cq, metaroce_create_cq_req);
-MR_CHECK_CMD_LAYOUT(mrv_create_cq_resp, ib_uverbs_create_cq_resp,
-		    metaroce_create_cq_resp);
-MR_CHECK_CMD_LAYOUT(mrv_create_cq_ex_cmd, ibv_create_cq_ex,
-		    metaroce_create_cq_req);
-MR_CHECK_CMD_LAYOUT(mrv_create_cq_ex_resp, ib_uverbs_ex_create_cq_resp,
-		    metaroce_create_cq_resp);
-MR_CHECK_CMD_LAYOUT(mrv_resize_cq_cmd, ibv_resize_cq, metaroce_resize_cq_req);
-MR_CHECK_CMD_LAYOUT(mrv_resize_cq_resp, ib_uverbs_resize_cq_resp,
-		    metaroce_resize_cq_resp);
+MRV_CHECK_CMD_LAYOUT(mrv_create_srq_cmd, ibv_create_srq,
+		     metaroce_create_srq_req);
+MRV_CHECK_CMD_LAYOUT(mrv_create_srq_resp, ib_uverbs_create_srq_resp,
+		     metaroce_create_srq_resp);
+MRV_CHECK_CMD_LAYOUT(mrv_create_xsrq_cmd, ibv_create_xsrq,
+		     metaroce_create_srq_req);
+MRV_CHECK_CMD_LAYOUT(mrv_create_qp_cmd, ibv_create_qp, metaroce_create_qp_req);
+MRV_CHECK_CMD_LAYOUT(mrv_create_qp_resp, ib_uverbs_create_qp_resp,
+		     metaroce_create_qp_resp);
+MRV_CHECK_CMD_LAYOUT(mrv_create_cq_cmd, ibv_create_cq, metaroce_create_cq_req);
+MRV_CHECK_CMD_LAYOUT(mrv_create_cq_resp, ib_uverbs_create_cq_resp,
+		     metaroce_create_cq_resp);
+MRV_CHECK_CMD_LAYOUT(mrv_create_cq_ex_cmd, ibv_create_cq_ex,
+		     metaroce_create_cq_req);
+MRV_CHECK_CMD_LAYOUT(mrv_create_cq_ex_resp, ib_uverbs_ex_create_cq_resp,
+		     metaroce_create_cq_resp);
+MRV_CHECK_CMD_LAYOUT(mrv_resize_cq_cmd, ibv_resize_cq, metaroce_resize_cq_req);
+MRV_CHECK_CMD_LAYOUT(mrv_resize_cq_resp, ib_uverbs_resize_cq_resp,
+		     metaroce_resize_cq_resp);
 
-MR_CHECK_CMD_LAYOUT(mrv_get_context_cmd, ibv_get_context,
-		    metaroce_alloc_ucontext_req);
-MR_CHECK_CMD_LAYOUT(mrv_get_context_resp, ibv_get_context_resp,
-		    metaroce_alloc_ucontext_resp);
-MR_CHECK_CMD_LAYOUT(mrv_alloc_pd_resp, ibv_alloc_pd_resp,
-		    metaroce_alloc_pd_resp);
+MRV_CHECK_CMD_LAYOUT(mrv_get_context_cmd, ibv_get_context,
+		     metaroce_alloc_ucontext_req);
+MRV_CHECK_CMD_LAYOUT(mrv_get_context_resp, ibv_get_context_resp,
+		     metaroce_alloc_ucontext_resp);
+MRV_CHECK_CMD_LAYOUT(mrv_alloc_pd_resp, ibv_alloc_pd_resp,
+		     metaroce_alloc_pd_resp);
 
-static inline struct mrv_device *to_mr_dev(struct ibv_device *ibdev)
+static inline struct mrv_device *to_mrv_dev(struct ibv_device *ibdev)
 {
-	return mr_container_of(mr_verbs_device(ibdev), struct mrv_device, vdev);
+	return mrv_container_of(mrv_verbs_device(ibdev), struct mrv_device,
+				vdev);
 }
 
-static inline struct mrv_context *to_mr_ctx(struct ibv_context *ibctx)
+static inline struct mrv_context *to_mrv_ctx(struct ibv_context *ibctx)
 {
-	return mr_container_of(ibctx, struct mrv_context, vctx.context);
+	return mrv_container_of(ibctx, struct mrv_context, vctx.context);
 }
 
-static inline struct mrv_pd *to_mr_pd(struct ibv_pd *ibpd)
+static inline struct mrv_pd *to_mrv_pd(struct ibv_pd *ibpd)
 {
-	return mr_container_of(ibpd, struct mrv_pd, ibv_pd);
+	return mrv_container_of(ibpd, struct mrv_pd, ibv_pd);
 }
 
-static inline struct mrv_ah *to_mr_ah(struct ibv_ah *ibah)
+static inline struct mrv_ah *to_mrv_ah(struct ibv_ah *ibah)
 {
-	return mr_container_of(ibah, struct mrv_ah, ibv_ah);
+	return mrv_container_of(ibah, struct mrv_ah, ibv_ah);
 }
 
-static inline struct mrv_cq *to_mr_cq(struct ibv_cq *ibcq)
+static inline struct mrv_cq *to_mrv_cq(struct ibv_cq *ibcq)
 {
-	return mr_container_of(ibcq, struct mrv_cq, vcq.cq);
+	return mrv_container_of(ibcq, struct mrv_cq, vcq.cq);
 }
 
-static inline struct mrv_cq *ex_to_mr_cq(struct ibv_cq_ex *cq_ex)
+static inline struct mrv_cq *ex_to_mrv_cq(struct ibv_cq_ex *cq_ex)
 {
-	return mr_container_of(cq_ex, struct mrv_cq, vcq.cq_ex);
+	return mrv_container_of(cq_ex, struct mrv_cq, vcq.cq_ex);
 }
 
-static inline struct mrv_qp *to_mr_qp(struct ibv_qp *ibqp)
+static inline struct mrv_qp *to_mrv_qp(struct ibv_qp *ibqp)
 {
-	return mr_container_of(ibqp, struct mrv_qp, vqp.qp);
+	return mrv_container_of(ibqp, struct mrv_qp, vqp.qp);
 }
 
-static inline struct mrv_qp *ex_to_mr_qp(struct ibv_qp_ex *qp_ex)
+static inline struct mrv_qp *ex_to_mrv_qp(struct ibv_qp_ex *qp_ex)
 {
-	return mr_container_of(qp_ex, struct mrv_qp, vqp.qp_ex);
+	return mrv_container_of(qp_ex, struct mrv_qp, vqp.qp_ex);
 }
 
-static inline struct mrv_srq *to_mr_srq(struct ibv_srq *ibsrq)
+static inline struct mrv_srq *to_mrv_srq(struct ibv_srq *ibsrq)
 {
-	return mr_container_of(ibsrq, struct mrv_srq, vsrq.srq);
+	return mrv_container_of(ibsrq, struct mrv_srq, vsrq.srq);
 }
 
 static inline struct verbs_mr *to_verbs_mr(struct ibv_mr *ibmr)
 {
-	return mr_container_of(ibmr, struct verbs_mr, ibv_mr);
+	return mrv_container_of(ibmr, struct verbs_mr, ibv_mr);
 }
 
 /* provider.c */
-extern const struct verbs_device_ops mr_device_ops;
-void mr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern const struct verbs_device_ops mrv_device_ops;
+void mrv_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* context.c */
-struct verbs_context *mr_alloc_context(struct ibv_device *ibdev, int cmd_fd,
-				       void *private_data);
+struct verbs_context *mrv_alloc_context(struct ibv_device *ibdev, int cmd_fd,
+					void *private_data);
 
 /* verbs.c */
-int mr_query_device_ex(struct ibv_context *ibctx,
-		       const struct ibv_query_device_ex_input *input,
-		       struct ibv_device_attr_ex *attr, size_t attr_size);
-int mr_query_port(struct ibv_context *ibctx, uint8_t port_num,
-		  struct ibv_port_attr *attr);
-struct ibv_pd *mr_alloc_pd(struct ibv_context *ibctx);
-int mr_dealloc_pd(struct ibv_pd *ibpd);
-struct ibv_mr *mr_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
-			 uint64_t hca_va, int access);
-int mr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd,
-		void *addr, size_t length, int access);
-int mr_dereg_mr(struct verbs_mr *vmr);
-struct ibv_ah *mr_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr);
-int mr_destroy_ah(struct ibv_ah *ah);
+int mrv_query_device_ex(struct ibv_context *ibctx,
+			const struct ibv_query_device_ex_input *input,
+			struct ibv_device_attr_ex *attr, size_t attr_size);
+int mrv_query_port(struct ibv_context *ibctx, uint8_t port_num,
+		   struct ibv_port_attr *attr);
+struct ibv_pd *mrv_alloc_pd(struct ibv_context *ibctx);
+int mrv_dealloc_pd(struct ibv_pd *ibpd);
+struct ibv_mr *mrv_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			  uint64_t hca_va, int access);
+int mrv_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd,
+		 void *addr, size_t length, int access);
+int mrv_dereg_mr(struct verbs_mr *vmr);
+struct ibv_ah *mrv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr);
+int mrv_destroy_ah(struct ibv_ah *ah);
 /* Warns once per process that libibverbs broke a layout check. */
-void mr_layout_warn(struct ibv_context *ibctx, const char *what);
+void mrv_layout_warn(struct ibv_context *ibctx, const char *what);
 
 /* cq.c */
-struct ibv_cq *mr_create_cq(struct ibv_context *ibctx, int cqe,
-			    struct ibv_comp_channel *channel, int comp_vector);
-struct ibv_cq_ex *mr_create_cq_ex(struct ibv_context *ibctx,
-				  struct ibv_cq_init_attr_ex *attr);
-int mr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
-int mr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
-int mr_resize_cq(struct ibv_cq *ibcq, int cqe);
-int mr_destroy_cq(struct ibv_cq *ibcq);
-void mr_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num);
+struct ibv_cq *mrv_create_cq(struct ibv_context *ibctx, int cqe,
+			     struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *mrv_create_cq_ex(struct ibv_context *ibctx,
+				   struct ibv_cq_init_attr_ex *attr);
+int mrv_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
+int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+int mrv_resize_cq(struct ibv_cq *ibcq, int cqe);
+int mrv_destroy_cq(struct ibv_cq *ibcq);
+void mrv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num);
 
 /* qp.c */
-struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd,
-			    struct ibv_qp_init_attr *attr);
-struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
-			       struct ibv_qp_init_attr_ex *attr);
-int mr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
-		struct ibv_qp_init_attr *init_attr);
-int mr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
-		 int attr_mask);
-int mr_destroy_qp(struct ibv_qp *ibqp);
-int mr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-		 struct ibv_send_wr **bad_wr);
-int mr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-		 struct ibv_recv_wr **bad_wr);
+struct ibv_qp *mrv_create_qp(struct ibv_pd *ibpd,
+			     struct ibv_qp_init_attr *attr);
+struct ibv_qp *mrv_create_qp_ex(struct ibv_context *ibctx,
+				struct ibv_qp_init_attr_ex *attr);
+int mrv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr);
+int mrv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		  int attr_mask);
+int mrv_destroy_qp(struct ibv_qp *ibqp);
+int mrv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr);
+int mrv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr);
 /*
  * Checks a receive list against @max_sge and posts it in batches through
  * @post: ibv_cmd_post_recv() or ibv_cmd_post_srq_recv() for @obj.
  */
-typedef int (*mr_post_recv_fn)(void *obj, struct ibv_recv_wr *wr,
-			       struct ibv_recv_wr **bad_wr);
-int mr_post_recv_list(mr_post_recv_fn post, void *obj, uint32_t max_sge,
-		      struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+typedef int (*mrv_post_recv_fn)(void *obj, struct ibv_recv_wr *wr,
+				struct ibv_recv_wr **bad_wr);
+int mrv_post_recv_list(mrv_post_recv_fn post, void *obj, uint32_t max_sge,
+		       struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 
 /* srq.c */
-struct ibv_srq *mr_create_srq(struct ibv_pd *ibpd,
-			      struct ibv_srq_init_attr *attr);
-struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
-				 struct ibv_srq_init_attr_ex *attr);
-int mr_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
-		  int attr_mask);
-int mr_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
-int mr_destroy_srq(struct ibv_srq *ibsrq);
-int mr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
-		     struct ibv_recv_wr **bad_wr);
+struct ibv_srq *mrv_create_srq(struct ibv_pd *ibpd,
+			       struct ibv_srq_init_attr *attr);
+struct ibv_srq *mrv_create_srq_ex(struct ibv_context *ibctx,
+				  struct ibv_srq_init_attr_ex *attr);
+int mrv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+		   int attr_mask);
+int mrv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
+int mrv_destroy_srq(struct ibv_srq *ibsrq);
+int mrv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
 
 #endif /* LIBMETAROCE_H */

@@ -14,8 +14,8 @@
  *
  * The declarations therefore come in generations, one per layout, and the
  * build picks the generation of the libibverbs it links against: the
- * Makefile passes MR_RDMA_CORE (the release, from the library's file name
- * libibverbs.so.1.<abi>.<release>.<patch>) and MR_PABI (<n>, from the
+ * Makefile passes MRV_RDMA_CORE (the release, from the library's file name
+ * libibverbs.so.1.<abi>.<release>.<patch>) and MRV_PABI (<n>, from the
  * library's version definitions).
  *
  *   generation  rdma-core  <n>  checked against     what changed
@@ -67,53 +67,53 @@
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 
-#if !defined(MR_RDMA_CORE) || !defined(MR_PABI)
-#error "build with -DMR_RDMA_CORE=<rdma-core release> -DMR_PABI=<n> (the Makefile reads both from libibverbs)"
+#if !defined(MRV_RDMA_CORE) || !defined(MRV_PABI)
+#error "build with -DMRV_RDMA_CORE=<rdma-core release> -DMRV_PABI=<n> (the Makefile reads both from libibverbs)"
 #endif
 
 /*
- * MR_PABI_GEN: the generation.  MR_PABI_RDMA_CORE_FIRST/_LAST: the
- * releases it covers; MR_PABI_RDMA_CORE: the one it was checked against.
+ * MRV_PABI_GEN: the generation.  MRV_PABI_RDMA_CORE_FIRST/_LAST: the
+ * releases it covers; MRV_PABI_RDMA_CORE: the one it was checked against.
  */
-#if MR_RDMA_CORE == 44 && MR_PABI == 34
-#define MR_PABI_GEN			44
-#define MR_PABI_RDMA_CORE_FIRST		44
-#define MR_PABI_RDMA_CORE_LAST		44
-#define MR_PABI_RDMA_CORE		44
-#elif MR_RDMA_CORE >= 45 && MR_RDMA_CORE <= 56 && MR_PABI == 34
-#define MR_PABI_GEN			45
-#define MR_PABI_RDMA_CORE_FIRST		45
-#define MR_PABI_RDMA_CORE_LAST		56
-#define MR_PABI_RDMA_CORE		56
-#elif MR_RDMA_CORE == 65 && MR_PABI == 65
-#define MR_PABI_GEN			65
-#define MR_PABI_RDMA_CORE_FIRST		65
-#define MR_PABI_RDMA_CORE_LAST		65
-#define MR_PABI_RDMA_CORE		65
+#if MRV_RDMA_CORE == 44 && MRV_PABI == 34
+#define MRV_PABI_GEN			44
+#define MRV_PABI_RDMA_CORE_FIRST		44
+#define MRV_PABI_RDMA_CORE_LAST		44
+#define MRV_PABI_RDMA_CORE		44
+#elif MRV_RDMA_CORE >= 45 && MRV_RDMA_CORE <= 56 && MRV_PABI == 34
+#define MRV_PABI_GEN			45
+#define MRV_PABI_RDMA_CORE_FIRST		45
+#define MRV_PABI_RDMA_CORE_LAST		56
+#define MRV_PABI_RDMA_CORE		56
+#elif MRV_RDMA_CORE == 65 && MRV_PABI == 65
+#define MRV_PABI_GEN			65
+#define MRV_PABI_RDMA_CORE_FIRST		65
+#define MRV_PABI_RDMA_CORE_LAST		65
+#define MRV_PABI_RDMA_CORE		65
 #else
 #error "libmetaroce declares the private libibverbs ABI of rdma-core 44 (IBVERBS_PRIVATE_34), 45-56 (34) and 65 (65) only: see pabi.h"
 #endif
 
-#define MR_PABI_STR_(x)		#x
-#define MR_PABI_STR(x)		MR_PABI_STR_(x)
-#define MR_PABI_PASTE_(a, b)	a##b
-#define MR_PABI_PASTE(a, b)	MR_PABI_PASTE_(a, b)
+#define MRV_PABI_STR_(x)		#x
+#define MRV_PABI_STR(x)		MRV_PABI_STR_(x)
+#define MRV_PABI_PASTE_(a, b)	a##b
+#define MRV_PABI_PASTE(a, b)	MRV_PABI_PASTE_(a, b)
 
-#define MR_PABI_VERSION_NAME	"IBVERBS_PRIVATE_" MR_PABI_STR(MR_PABI)
+#define MRV_PABI_VERSION_NAME	"IBVERBS_PRIVATE_" MRV_PABI_STR(MRV_PABI)
 
 /*
  * The generation's numbers: sizes of public structs the private ones embed
  * and, derived from them, the private offsets libibverbs uses.
  */
-#if MR_PABI_GEN >= 65
-#define MR_PABI_VERBS_CONTEXT_SIZE	696	/* + 6 ops */
+#if MRV_PABI_GEN >= 65
+#define MRV_PABI_VERBS_CONTEXT_SIZE	696	/* + 6 ops */
 #else
-#define MR_PABI_VERBS_CONTEXT_SIZE	648
+#define MRV_PABI_VERBS_CONTEXT_SIZE	648
 #endif
-#if MR_PABI_GEN >= 45
-#define MR_PABI_QP_EX_SIZE		360	/* + wr_flush */
+#if MRV_PABI_GEN >= 45
+#define MRV_PABI_QP_EX_SIZE		360	/* + wr_flush */
 #else
-#define MR_PABI_QP_EX_SIZE		352
+#define MRV_PABI_QP_EX_SIZE		352
 #endif
 
 #if UINTPTR_MAX != UINT64_MAX
@@ -130,7 +130,7 @@ static_assert(IBV_SYSFS_NAME_MAX == 64, "IBV_SYSFS_NAME_MAX changed");
 static_assert(IBV_SYSFS_PATH_MAX == 256, "IBV_SYSFS_PATH_MAX changed");
 static_assert(sizeof(struct ibv_device) == 664, "struct ibv_device changed");
 static_assert(sizeof(struct ibv_context) == 328, "struct ibv_context changed");
-static_assert(sizeof(struct verbs_context) == MR_PABI_VERBS_CONTEXT_SIZE,
+static_assert(sizeof(struct verbs_context) == MRV_PABI_VERBS_CONTEXT_SIZE,
 	      "struct verbs_context changed");
 static_assert(offsetof(struct verbs_context, context) +
 		      sizeof(struct ibv_context) == sizeof(struct verbs_context),
@@ -235,7 +235,7 @@ struct verbs_device {
 	struct ibv_device device;		/* must be first */
 	const struct verbs_device_ops *ops;	/* set by libibverbs */
 	atomic_int refcount;			/* owned by libibverbs */
-	struct mrv_pabi_list_node entry;		/* owned by libibverbs */
+	struct mrv_pabi_list_node entry;	/* owned by libibverbs */
 	struct verbs_sysfs_dev *sysfs;		/* set by libibverbs */
 	uint64_t core_support;			/* IB_UVERBS_CORE_SUPPORT_* */
 };
@@ -249,7 +249,7 @@ static_assert(offsetof(struct verbs_device, sysfs) == 696,
 	      "verbs_device layout");
 static_assert(sizeof(struct verbs_device) == 712, "verbs_device layout");
 
-static inline struct verbs_device *mr_verbs_device(struct ibv_device *dev)
+static inline struct verbs_device *mrv_verbs_device(struct ibv_device *dev)
 {
 	return (struct verbs_device *)((char *)dev -
 				       offsetof(struct verbs_device, device));
@@ -267,12 +267,12 @@ struct verbs_context_ops {
 	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 			 uint32_t flags, struct ibv_sge *sg_list,
 			 uint32_t num_sges);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	void *(*alloc_buf)(struct ibv_pd *pd, size_t size, struct ibv_buf **buf);
 #endif
 	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
 				   struct ibv_alloc_dm_attr *attr);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	struct ibv_dmah *(*alloc_dmah)(struct ibv_context *context,
 				       struct ibv_dmah_init_attr *attr);
 #endif
@@ -295,7 +295,7 @@ struct verbs_context_ops {
 	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	struct ibv_comp_cntr *(*create_comp_cntr)(struct ibv_context *context,
 			struct ibv_comp_cntr_init_attr *attr);
 #endif
@@ -324,7 +324,7 @@ struct verbs_context_ops {
 					 struct ibv_srq_init_attr_ex *attr);
 	struct ibv_wq *(*create_wq)(struct ibv_context *context,
 				    struct ibv_wq_init_attr *attr);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	int (*dealloc_dmah)(struct ibv_dmah *dmah);
 #endif
 	int (*dealloc_mw)(struct ibv_mw *mw);
@@ -332,7 +332,7 @@ struct verbs_context_ops {
 	int (*dealloc_td)(struct ibv_td *td);
 	int (*dereg_mr)(struct verbs_mr *vmr);
 	int (*destroy_ah)(struct ibv_ah *ah);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	int (*destroy_comp_cntr)(struct ibv_comp_cntr *comp_cntr);
 #endif
 	int (*destroy_counters)(struct ibv_counters *counters);
@@ -345,7 +345,7 @@ struct verbs_context_ops {
 	int (*destroy_wq)(struct ibv_wq *wq);
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	int (*dm_export_dmabuf_fd)(struct ibv_dm *dm);
 	void (*free_buf)(struct ibv_buf *buf);
 #endif
@@ -357,7 +357,7 @@ struct verbs_context_ops {
 	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
 	struct ibv_pd *(*import_pd)(struct ibv_context *context,
 				    uint32_t pd_handle);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	int (*inc_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
 	int (*inc_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
 				 uint64_t amount);
@@ -385,7 +385,7 @@ struct verbs_context_ops {
 			    struct ibv_ops_wr **bad_op);
 	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			     struct ibv_recv_wr **bad_wr);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	int (*qp_attach_comp_cntr)(struct ibv_qp *qp,
 				   struct ibv_comp_cntr *comp_cntr,
 				   struct ibv_qp_attach_comp_cntr_attr *attr);
@@ -400,7 +400,7 @@ struct verbs_context_ops {
 	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	int (*query_port_speed)(struct ibv_context *context, uint32_t port_num,
 				uint64_t *speed);
 #endif
@@ -411,13 +411,13 @@ struct verbs_context_ops {
 	int (*query_rt_values)(struct ibv_context *context,
 			       struct ibv_values_ex *values);
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	int (*read_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
 #endif
 	int (*read_counters)(struct ibv_counters *counters,
 			     uint64_t *counters_value, uint32_t ncounters,
 			     uint32_t flags);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	int (*read_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
 				  uint64_t *value);
 #endif
@@ -429,7 +429,7 @@ struct verbs_context_ops {
 					int access);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	struct ibv_mr *(*reg_mr_ex)(struct ibv_pd *pd,
 				    struct ibv_mr_init_attr *mr_init_attr);
 #endif
@@ -437,11 +437,11 @@ struct verbs_context_ops {
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	int (*set_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t value);
 #endif
 	int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	int (*set_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
 				 uint64_t value);
 #endif
@@ -450,14 +450,14 @@ struct verbs_context_ops {
 	void (*unimport_pd)(struct ibv_pd *pd);
 };
 
-#if MR_PABI_GEN >= 65
-#define MR_PABI_NUM_CONTEXT_OPS	93
+#if MRV_PABI_GEN >= 65
+#define MRV_PABI_NUM_CONTEXT_OPS	93
 #else
-#define MR_PABI_NUM_CONTEXT_OPS	76
+#define MRV_PABI_NUM_CONTEXT_OPS	76
 #endif
 static_assert(sizeof(struct verbs_context_ops) ==
-		      MR_PABI_NUM_CONTEXT_OPS * sizeof(void *),
-	      "verbs_context_ops must be MR_PABI_NUM_CONTEXT_OPS function pointers");
+		      MRV_PABI_NUM_CONTEXT_OPS * sizeof(void *),
+	      "verbs_context_ops must be MRV_PABI_NUM_CONTEXT_OPS function pointers");
 
 /*
  * Verbs objects.  libibverbs' public calls and its ibv_cmd_* helpers treat
@@ -469,7 +469,7 @@ static_assert(sizeof(struct ibv_mr) == 48, "struct ibv_mr changed");
 static_assert(sizeof(struct ibv_cq) == 128, "struct ibv_cq changed");
 static_assert(sizeof(struct ibv_cq_ex) == 288, "struct ibv_cq_ex changed");
 static_assert(sizeof(struct ibv_qp) == 160, "struct ibv_qp changed");
-static_assert(sizeof(struct ibv_qp_ex) == MR_PABI_QP_EX_SIZE,
+static_assert(sizeof(struct ibv_qp_ex) == MRV_PABI_QP_EX_SIZE,
 	      "struct ibv_qp_ex changed");
 static_assert(sizeof(struct ibv_srq) == 128, "struct ibv_srq changed");
 
@@ -538,11 +538,11 @@ struct verbs_qp {
 };
 
 static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0, "ibv_qp_ex layout");
-static_assert(offsetof(struct verbs_qp, comp_mask) == MR_PABI_QP_EX_SIZE,
+static_assert(offsetof(struct verbs_qp, comp_mask) == MRV_PABI_QP_EX_SIZE,
 	      "verbs_qp layout");
-static_assert(offsetof(struct verbs_qp, xrcd) == MR_PABI_QP_EX_SIZE + 8,
+static_assert(offsetof(struct verbs_qp, xrcd) == MRV_PABI_QP_EX_SIZE + 8,
 	      "verbs_qp layout");
-static_assert(sizeof(struct verbs_qp) == MR_PABI_QP_EX_SIZE + 16,
+static_assert(sizeof(struct verbs_qp) == MRV_PABI_QP_EX_SIZE + 16,
 	      "verbs_qp layout");
 
 /*
@@ -583,7 +583,7 @@ struct mrv_pabi_ex_hdr {
 static_assert(sizeof(struct ib_uverbs_cmd_hdr) == 8, "uverbs header changed");
 static_assert(sizeof(struct mrv_pabi_ex_hdr) == 24, "uverbs header changed");
 
-#define MR_PABI_CMD_LAYOUT(name, hdr_type, kabi, kabi_size, align)	\
+#define MRV_PABI_CMD_LAYOUT(name, hdr_type, kabi, kabi_size, align)	\
 	struct name {							\
 		struct hdr_type hdr;					\
 		_Alignas(struct kabi)					\
@@ -600,28 +600,28 @@ static_assert(sizeof(struct mrv_pabi_ex_hdr) == 24, "uverbs header changed");
 		      "struct " #name " layout")
 
 /* A write() command: 4-byte units. */
-#define MR_PABI_CMD(name, kabi, kabi_size) \
-	MR_PABI_CMD_LAYOUT(name, ib_uverbs_cmd_hdr, kabi, kabi_size, 4)
+#define MRV_PABI_CMD(name, kabi, kabi_size) \
+	MRV_PABI_CMD_LAYOUT(name, ib_uverbs_cmd_hdr, kabi, kabi_size, 4)
 /* An extended write() command: 8-byte units. */
-#define MR_PABI_CMD_EX(name, kabi, kabi_size) \
-	MR_PABI_CMD_LAYOUT(name, mrv_pabi_ex_hdr, kabi, kabi_size, 8)
+#define MRV_PABI_CMD_EX(name, kabi, kabi_size) \
+	MRV_PABI_CMD_LAYOUT(name, mrv_pabi_ex_hdr, kabi, kabi_size, 8)
 
-MR_PABI_CMD(ibv_get_context, ib_uverbs_get_context, 8);
-MR_PABI_CMD(ibv_query_port, ib_uverbs_query_port, 16);
-MR_PABI_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd, 8);
-MR_PABI_CMD(ibv_reg_mr, ib_uverbs_reg_mr, 40);
-MR_PABI_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr, 48);
-MR_PABI_CMD(ibv_create_cq, ib_uverbs_create_cq, 32);
-MR_PABI_CMD(ibv_resize_cq, ib_uverbs_resize_cq, 16);
-MR_PABI_CMD(ibv_create_srq, ib_uverbs_create_srq, 32);
-MR_PABI_CMD(ibv_create_xsrq, ib_uverbs_create_xsrq, 48);
-MR_PABI_CMD(ibv_modify_srq, ib_uverbs_modify_srq, 16);
-MR_PABI_CMD(ibv_query_srq, ib_uverbs_query_srq, 16);
-MR_PABI_CMD(ibv_create_qp, ib_uverbs_create_qp, 56);
-MR_PABI_CMD(ibv_query_qp, ib_uverbs_query_qp, 16);
-MR_PABI_CMD(ibv_modify_qp, ib_uverbs_modify_qp, 112);
-MR_PABI_CMD_EX(ibv_create_cq_ex, ib_uverbs_ex_create_cq, 32);
-MR_PABI_CMD_EX(ibv_modify_qp_ex, ib_uverbs_ex_modify_qp, 120);
+MRV_PABI_CMD(ibv_get_context, ib_uverbs_get_context, 8);
+MRV_PABI_CMD(ibv_query_port, ib_uverbs_query_port, 16);
+MRV_PABI_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd, 8);
+MRV_PABI_CMD(ibv_reg_mr, ib_uverbs_reg_mr, 40);
+MRV_PABI_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr, 48);
+MRV_PABI_CMD(ibv_create_cq, ib_uverbs_create_cq, 32);
+MRV_PABI_CMD(ibv_resize_cq, ib_uverbs_resize_cq, 16);
+MRV_PABI_CMD(ibv_create_srq, ib_uverbs_create_srq, 32);
+MRV_PABI_CMD(ibv_create_xsrq, ib_uverbs_create_xsrq, 48);
+MRV_PABI_CMD(ibv_modify_srq, ib_uverbs_modify_srq, 16);
+MRV_PABI_CMD(ibv_query_srq, ib_uverbs_query_srq, 16);
+MRV_PABI_CMD(ibv_create_qp, ib_uverbs_create_qp, 56);
+MRV_PABI_CMD(ibv_query_qp, ib_uverbs_query_qp, 16);
+MRV_PABI_CMD(ibv_modify_qp, ib_uverbs_modify_qp, 112);
+MRV_PABI_CMD_EX(ibv_create_cq_ex, ib_uverbs_ex_create_cq, 32);
+MRV_PABI_CMD_EX(ibv_modify_qp_ex, ib_uverbs_ex_modify_qp, 120);
 
 /*
  * Responses.  Where the kernel may append metaroce data, the core part is
@@ -652,22 +652,22 @@ static_assert(sizeof(struct ibv_alloc_pd_resp) ==
 		      offsetof(struct ib_uverbs_alloc_pd_resp, pd_handle),
 	      "ibv_alloc_pd_resp layout");
 
-#define MR_PABI_RESP_SIZE(kabi, size)					\
+#define MRV_PABI_RESP_SIZE(kabi, size)					\
 	static_assert(sizeof(struct kabi) == (size) &&			\
 		      sizeof(struct kabi) % 4 == 0,			\
 		      "struct " #kabi " changed")
 
-MR_PABI_RESP_SIZE(ib_uverbs_get_context_resp, 8);
-MR_PABI_RESP_SIZE(ib_uverbs_alloc_pd_resp, 4);
-MR_PABI_RESP_SIZE(ib_uverbs_reg_mr_resp, 12);
-MR_PABI_RESP_SIZE(ib_uverbs_rereg_mr_resp, 8);
-MR_PABI_RESP_SIZE(ib_uverbs_create_cq_resp, 8);
-MR_PABI_RESP_SIZE(ib_uverbs_ex_create_cq_resp, 16);
-MR_PABI_RESP_SIZE(ib_uverbs_resize_cq_resp, 8);
-MR_PABI_RESP_SIZE(ib_uverbs_create_srq_resp, 16);
-MR_PABI_RESP_SIZE(ib_uverbs_create_qp_resp, 32);
-MR_PABI_RESP_SIZE(ib_uverbs_ex_modify_qp_resp, 8);
-MR_PABI_RESP_SIZE(ib_uverbs_create_ah_resp, 4);
+MRV_PABI_RESP_SIZE(ib_uverbs_get_context_resp, 8);
+MRV_PABI_RESP_SIZE(ib_uverbs_alloc_pd_resp, 4);
+MRV_PABI_RESP_SIZE(ib_uverbs_reg_mr_resp, 12);
+MRV_PABI_RESP_SIZE(ib_uverbs_rereg_mr_resp, 8);
+MRV_PABI_RESP_SIZE(ib_uverbs_create_cq_resp, 8);
+MRV_PABI_RESP_SIZE(ib_uverbs_ex_create_cq_resp, 16);
+MRV_PABI_RESP_SIZE(ib_uverbs_resize_cq_resp, 8);
+MRV_PABI_RESP_SIZE(ib_uverbs_create_srq_resp, 16);
+MRV_PABI_RESP_SIZE(ib_uverbs_create_qp_resp, 32);
+MRV_PABI_RESP_SIZE(ib_uverbs_ex_modify_qp_resp, 8);
+MRV_PABI_RESP_SIZE(ib_uverbs_create_ah_resp, 4);
 
 /*
  * Functions exported by libibverbs with version IBVERBS_PRIVATE_<n>.  Unless
@@ -681,9 +681,9 @@ MR_PABI_RESP_SIZE(ib_uverbs_create_ah_resp, 4);
  * Adds a provider to libibverbs' driver list; called from a constructor.
  * Its name carries <n>: verbs_register_driver_34(), _65(), ...
  */
-#define mr_verbs_register_driver \
-	MR_PABI_PASTE(verbs_register_driver_, MR_PABI)
-void mr_verbs_register_driver(const struct verbs_device_ops *ops);
+#define mrv_verbs_register_driver \
+	MRV_PABI_PASTE(verbs_register_driver_, MRV_PABI)
+void mrv_verbs_register_driver(const struct verbs_device_ops *ops);
 
 /*
  * calloc()s alloc_size bytes, initialises the verbs_context found
@@ -703,20 +703,20 @@ void verbs_set_ops(struct verbs_context *vctx,
 /*
  * GET_CONTEXT: fills async_fd / num_comp_vectors (and core_support).  From
  * rdma-core 65 on it also takes file descriptors to hand the kernel
- * (fd_arr, NULL for none); mr_cmd_get_context() is the call for every
+ * (fd_arr, NULL for none); mrv_cmd_get_context() is the call for every
  * generation.
  */
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
 			struct ibv_fd_arr *fd_arr,
 			struct ibv_get_context_resp *resp, size_t resp_size);
 
-static inline int mr_cmd_get_context(struct verbs_context *context,
-				     struct ibv_get_context *cmd,
-				     size_t cmd_size,
-				     struct ibv_get_context_resp *resp,
-				     size_t resp_size)
+static inline int mrv_cmd_get_context(struct verbs_context *context,
+				      struct ibv_get_context *cmd,
+				      size_t cmd_size,
+				      struct ibv_get_context_resp *resp,
+				      size_t resp_size)
 {
 	return ibv_cmd_get_context(context, cmd, cmd_size, NULL, resp,
 				   resp_size);
@@ -725,7 +725,7 @@ static inline int mr_cmd_get_context(struct verbs_context *context,
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
 			struct ibv_get_context_resp *resp, size_t resp_size);
-#define mr_cmd_get_context ibv_cmd_get_context
+#define mrv_cmd_get_context ibv_cmd_get_context
 #endif
 /* QUERY_DEVICE(_EX); resp/resp_size may be NULL. */
 int ibv_cmd_query_device_any(struct ibv_context *context,
@@ -776,11 +776,11 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
 		      size_t resp_size);
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 /*
  * From rdma-core 65 on, a provider may hand the kernel the CQ's buffer
  * (prov_attr, with CREATE_CQ_CMD_FLAGS_WITH_MEM_* in cmd_flags); metaroce
- * does not: mr_cmd_create_cq_ex() passes NULL.
+ * does not: mrv_cmd_create_cq_ex() passes NULL.
  */
 struct verbs_create_cq_prov_attr;
 int ibv_cmd_create_cq_ex(struct ibv_context *context,
@@ -791,13 +791,13 @@ int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 struct ib_uverbs_ex_create_cq_resp *resp,
 			 size_t resp_size, uint32_t cmd_flags);
 
-static inline int mr_cmd_create_cq_ex(struct ibv_context *context,
-				      const struct ibv_cq_init_attr_ex *cq_attr,
-				      struct verbs_cq *cq,
-				      struct ibv_create_cq_ex *cmd,
-				      size_t cmd_size,
-				      struct ib_uverbs_ex_create_cq_resp *resp,
-				      size_t resp_size, uint32_t cmd_flags)
+static inline int mrv_cmd_create_cq_ex(struct ibv_context *context,
+				       const struct ibv_cq_init_attr_ex *cq_attr,
+				       struct verbs_cq *cq,
+				       struct ibv_create_cq_ex *cmd,
+				       size_t cmd_size,
+				       struct ib_uverbs_ex_create_cq_resp *resp,
+				       size_t resp_size, uint32_t cmd_flags)
 {
 	return ibv_cmd_create_cq_ex(context, cq_attr, NULL, cq, cmd, cmd_size,
 				    resp, resp_size, cmd_flags);
@@ -809,7 +809,7 @@ int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 size_t cmd_size,
 			 struct ib_uverbs_ex_create_cq_resp *resp,
 			 size_t resp_size, uint32_t cmd_flags);
-#define mr_cmd_create_cq_ex ibv_cmd_create_cq_ex
+#define mrv_cmd_create_cq_ex ibv_cmd_create_cq_ex
 #endif
 /*
  * POLL_CQ: returns the number of completions (0..ne) or -1 (errno from the

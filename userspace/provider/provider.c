@@ -19,7 +19,7 @@
 
 #include "libmetaroce.h"
 
-void mr_warn(const char *fmt, ...)
+void mrv_warn(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -29,7 +29,7 @@ void mr_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
-static bool mr_str_fits(const char *s, size_t size)
+static bool mrv_str_fits(const char *s, size_t size)
 {
 	return memchr(s, '\0', size) != NULL;
 }
@@ -40,13 +40,13 @@ static bool mr_str_fits(const char *s, size_t size)
  * path ending in "/<name>".  A mismatch means our private ABI declarations do
  * not describe the loaded libibverbs.
  */
-static bool mr_sysfs_dev_sane(const struct verbs_sysfs_dev *sd)
+static bool mrv_sysfs_dev_sane(const struct verbs_sysfs_dev *sd)
 {
 	size_t name_len, path_len;
 	const char *tail;
 
-	if (!mr_str_fits(sd->ibdev_name, sizeof(sd->ibdev_name)) ||
-	    !mr_str_fits(sd->ibdev_path, sizeof(sd->ibdev_path)))
+	if (!mrv_str_fits(sd->ibdev_name, sizeof(sd->ibdev_name)) ||
+	    !mrv_str_fits(sd->ibdev_path, sizeof(sd->ibdev_path)))
 		return false;
 
 	name_len = strlen(sd->ibdev_name);
@@ -59,7 +59,7 @@ static bool mr_sysfs_dev_sane(const struct verbs_sysfs_dev *sd)
 }
 
 /* Strict decimal u32: digits only, no sign, no spaces, no overflow. */
-static int mr_parse_u32(const char *s, uint32_t *out)
+static int mrv_parse_u32(const char *s, uint32_t *out)
 {
 	uint64_t v = 0;
 
@@ -76,14 +76,14 @@ static int mr_parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
-static bool mr_match_device(struct verbs_sysfs_dev *sysfs_dev)
+static bool mrv_match_device(struct verbs_sysfs_dev *sysfs_dev)
 {
 	uint32_t abi;
 	char buf[16];
 
-	if (!mr_sysfs_dev_sane(sysfs_dev)) {
-		mr_warn("libibverbs' device record does not match the private ABI this provider was built for (%s); not claiming any device\n",
-			MR_PABI_VERSION_NAME);
+	if (!mrv_sysfs_dev_sane(sysfs_dev)) {
+		mrv_warn("libibverbs' device record does not match the private ABI this provider was built for (%s); not claiming any device\n",
+			 MRV_PABI_VERSION_NAME);
 		return false;
 	}
 
@@ -91,15 +91,15 @@ static bool mr_match_device(struct verbs_sysfs_dev *sysfs_dev)
 				      "metaroce/abi_version") < 0)
 		return false;	/* not a metaroce device */
 
-	if (mr_parse_u32(buf, &abi)) {
-		mr_warn("%s: unreadable metaroce/abi_version \"%.15s\"\n",
-			sysfs_dev->ibdev_name, buf);
+	if (mrv_parse_u32(buf, &abi)) {
+		mrv_warn("%s: unreadable metaroce/abi_version \"%.15s\"\n",
+			 sysfs_dev->ibdev_name, buf);
 		return false;
 	}
 	if (abi != METAROCE_UVERBS_ABI_VERSION) {
-		mr_warn("%s: kernel metaroce ABI %u, this provider supports %u; update libmetaroce or the module\n",
-			sysfs_dev->ibdev_name, abi,
-			METAROCE_UVERBS_ABI_VERSION);
+		mrv_warn("%s: kernel metaroce ABI %u, this provider supports %u; update libmetaroce or the module\n",
+			 sysfs_dev->ibdev_name, abi,
+			 METAROCE_UVERBS_ABI_VERSION);
 		return false;
 	}
 
@@ -107,7 +107,7 @@ static bool mr_match_device(struct verbs_sysfs_dev *sysfs_dev)
 	return true;
 }
 
-static struct verbs_device *mr_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+static struct verbs_device *mrv_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
 {
 	struct mrv_device *dev;
 
@@ -123,28 +123,28 @@ static struct verbs_device *mr_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
 	return &dev->vdev;
 }
 
-static void mr_uninit_device(struct verbs_device *vdev)
+static void mrv_uninit_device(struct verbs_device *vdev)
 {
-	free(mr_container_of(vdev, struct mrv_device, vdev));
+	free(mrv_container_of(vdev, struct mrv_device, vdev));
 }
 
 /*
- * Empty on purpose: matching is done by mr_match_device(), but libibverbs
+ * Empty on purpose: matching is done by mrv_match_device(), but libibverbs
  * walks match_table without a NULL check for devices with a known driver_id.
  */
-static const struct verbs_match_ent mr_match_table[] = {
+static const struct verbs_match_ent mrv_match_table[] = {
 	{ .kind = VERBS_MATCH_SENTINEL },
 };
 
-const struct verbs_device_ops mr_device_ops = {
-	.name = MR_PROVIDER_NAME,
+const struct verbs_device_ops mrv_device_ops = {
+	.name = MRV_PROVIDER_NAME,
 	.match_min_abi_version = METAROCE_UVERBS_ABI_VERSION,
 	.match_max_abi_version = METAROCE_UVERBS_ABI_VERSION,
-	.match_table = mr_match_table,
-	.match_device = mr_match_device,
-	.alloc_device = mr_alloc_device,
-	.uninit_device = mr_uninit_device,
-	.alloc_context = mr_alloc_context,
+	.match_table = mrv_match_table,
+	.match_device = mrv_match_device,
+	.alloc_device = mrv_alloc_device,
+	.uninit_device = mrv_uninit_device,
+	.alloc_context = mrv_alloc_context,
 };
 
 /*
@@ -157,14 +157,14 @@ const struct verbs_device_ops mr_device_ops = {
  * (built by hand) is taken on trust, the run-time checks remaining.
  * Returns false when the provider must not register.
  */
-static bool mr_check_libibverbs_release(void)
+static bool mrv_check_libibverbs_release(void)
 {
 	unsigned int lib_minor, release, patch;
 	char path[PATH_MAX];
 	const char *base;
 	Dl_info info;
 
-	if (!dladdr((void *)mr_verbs_register_driver, &info) ||
+	if (!dladdr((void *)mrv_verbs_register_driver, &info) ||
 	    !info.dli_fname || !realpath(info.dli_fname, path))
 		return true;
 
@@ -174,21 +174,21 @@ static bool mr_check_libibverbs_release(void)
 		   &patch) != 3)
 		return true;
 
-	if (release < MR_PABI_RDMA_CORE_FIRST ||
-	    release > MR_PABI_RDMA_CORE_LAST) {
-		mr_warn("not loading: built for the private ABI of rdma-core %u-%u (%s), running with libibverbs from rdma-core %u.%u (%s), whose layouts differ; rebuild libmetaroce against it\n",
-			MR_PABI_RDMA_CORE_FIRST, MR_PABI_RDMA_CORE_LAST,
-			MR_PABI_VERSION_NAME, release, patch, path);
+	if (release < MRV_PABI_RDMA_CORE_FIRST ||
+	    release > MRV_PABI_RDMA_CORE_LAST) {
+		mrv_warn("not loading: built for the private ABI of rdma-core %u-%u (%s), running with libibverbs from rdma-core %u.%u (%s), whose layouts differ; rebuild libmetaroce against it\n",
+			 MRV_PABI_RDMA_CORE_FIRST, MRV_PABI_RDMA_CORE_LAST,
+			 MRV_PABI_VERSION_NAME, release, patch, path);
 		return false;
 	}
-	if (release != MR_PABI_RDMA_CORE && getenv("IBV_SHOW_WARNINGS"))
-		mr_warn("running with libibverbs from rdma-core %u.%u (%s); the private ABI declarations were verified against rdma-core %u\n",
-			release, patch, path, MR_PABI_RDMA_CORE);
+	if (release != MRV_PABI_RDMA_CORE && getenv("IBV_SHOW_WARNINGS"))
+		mrv_warn("running with libibverbs from rdma-core %u.%u (%s); the private ABI declarations were verified against rdma-core %u\n",
+			 release, patch, path, MRV_PABI_RDMA_CORE);
 	return true;
 }
 
-static void __attribute__((constructor)) mr_register_driver(void)
+static void __attribute__((constructor)) mrv_register_driver(void)
 {
-	if (mr_check_libibverbs_release())
-		mr_verbs_register_driver(&mr_device_ops);
+	if (mrv_check_libibverbs_release())
+		mrv_verbs_register_driver(&mrv_device_ops);
 }

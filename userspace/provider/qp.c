@@ -15,7 +15,7 @@
  * into one command on the stack and read every SGE and address handle the
  * list names.  So the list is checked here first (SGE counts against what
  * the kernel granted, address handles present and of this context) and
- * handed over in batches of MR_POST_BATCH.  As with any provider, the work
+ * handed over in batches of MRV_POST_BATCH.  As with any provider, the work
  * requests before *bad_wr are posted and the rest are not.
  *
  * The ibv_wr_* send API (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) collects work
@@ -32,15 +32,15 @@
 #include "libmetaroce.h"
 
 /* Work requests per POST_* command. */
-#define MR_POST_BATCH 32
+#define MRV_POST_BATCH 32
 
 /* Starting size of a QP's ibv_wr_* list. */
-#define MR_WR_LIST_MIN 16
+#define MRV_WR_LIST_MIN 16
 
 /* --- posting ------------------------------------------------------------ */
 
-static int mr_send_wr_check(const struct mrv_qp *qp,
-			    const struct ibv_send_wr *wr)
+static int mrv_send_wr_check(const struct mrv_qp *qp,
+			     const struct ibv_send_wr *wr)
 {
 	const struct ibv_qp *ibqp = &qp->vqp.qp;
 
@@ -54,9 +54,9 @@ static int mr_send_wr_check(const struct mrv_qp *qp,
 	return 0;
 }
 
-static int mr_post_send_batch(struct ibv_qp *ibqp, struct ibv_send_wr *copy,
-			      struct ibv_send_wr **orig, unsigned int n,
-			      struct ibv_send_wr **bad_wr)
+static int mrv_post_send_batch(struct ibv_qp *ibqp, struct ibv_send_wr *copy,
+			       struct ibv_send_wr **orig, unsigned int n,
+			       struct ibv_send_wr **bad_wr)
 {
 	struct ibv_send_wr *bad = NULL;
 	int ret;
@@ -71,9 +71,9 @@ static int mr_post_send_batch(struct ibv_qp *ibqp, struct ibv_send_wr *copy,
 /* --- the send ring ------------------------------------------------------- */
 
 /* Largest message (the device's max_msg_sz). */
-#define MR_MAX_MSG_SIZE (1ULL << 31)
+#define MRV_MAX_MSG_SIZE (1ULL << 31)
 
-static bool mr_ring_inline(const struct ibv_send_wr *wr)
+static bool mrv_ring_inline(const struct ibv_send_wr *wr)
 {
 	if (!(wr->send_flags & IBV_SEND_INLINE))
 		return false;
@@ -93,8 +93,8 @@ static bool mr_ring_inline(const struct ibv_send_wr *wr)
  * Writes @wr into ring slot @idx, checked as the kernel checks it.
  * Returns 0 or EINVAL (the slot may be half written: it is not published).
  */
-static int mr_ring_write(struct mrv_qp *qp, const struct ibv_send_wr *wr,
-			 uint32_t idx)
+static int mrv_ring_write(struct mrv_qp *qp, const struct ibv_send_wr *wr,
+			  uint32_t idx)
 {
 	uint8_t *slot = (uint8_t *)qp->sq_ring + METAROCE_SQ_RING_ENTRIES +
 			(size_t)(idx & (qp->sq_slots - 1)) * qp->sq_stride;
@@ -145,7 +145,7 @@ static int mr_ring_write(struct mrv_qp *qp, const struct ibv_send_wr *wr,
 	w->reserved[0] = 0;
 	w->reserved[1] = 0;
 
-	if (mr_ring_inline(wr)) {
+	if (mrv_ring_inline(wr)) {
 		uint8_t *data = (uint8_t *)(w + 1);
 
 		for (i = 0; i < wr->num_sge; i++) {
@@ -165,7 +165,7 @@ static int mr_ring_write(struct mrv_qp *qp, const struct ibv_send_wr *wr,
 			sge[i].lkey = wr->sg_list[i].lkey;
 			len += wr->sg_list[i].length;
 		}
-		if (len > MR_MAX_MSG_SIZE)
+		if (len > MRV_MAX_MSG_SIZE)
 			return EINVAL;
 		w->num_sge = wr->num_sge;
 	}
@@ -186,7 +186,7 @@ static int mr_ring_write(struct mrv_qp *qp, const struct ibv_send_wr *wr,
 		/* A datagram fits in one packet (the MTU at creation). */
 		if (qp->ud_max_msg && len > qp->ud_max_msg)
 			return EINVAL;
-		w->ud.ahn = to_mr_ah(wr->wr.ud.ah)->ahn;
+		w->ud.ahn = to_mrv_ah(wr->wr.ud.ah)->ahn;
 		w->ud.remote_qpn = wr->wr.ud.remote_qpn;
 		w->ud.remote_qkey = wr->wr.ud.remote_qkey;
 	}
@@ -200,7 +200,7 @@ static int mr_ring_write(struct mrv_qp *qp, const struct ibv_send_wr *wr,
  * work request it took), which under load comes much later: its posts,
  * when they find nothing outstanding, ring the doorbell anyway.  Such a
  * process is told from a streaming one by the mean time between its posts
- * (a moving average with gain 1/8, starting high): MR_RING_PAUSE_NS or
+ * (a moving average with gain 1/8, starting high): MRV_RING_PAUSE_NS or
  * more.  A streaming process posts faster and leaves it to the kernel.  A
  * gap counts from the end of the previous post: the doorbell's own system
  * call (slow under strace, say) must not make a process look slow.  On a
@@ -211,10 +211,10 @@ static int mr_ring_write(struct mrv_qp *qp, const struct ibv_send_wr *wr,
  * doorbell's work in the call by itself when the peer has sent the QP
  * data since the previous one (Documentation/uapi.rst).
  */
-#define MR_RING_PAUSE_NS 40000ULL
-#define MR_RING_GAP_MAX 1000000ULL
+#define MRV_RING_PAUSE_NS 40000ULL
+#define MRV_RING_GAP_MAX 1000000ULL
 
-static uint64_t mr_now_ns(void)
+static uint64_t mrv_now_ns(void)
 {
 	struct timespec ts;
 
@@ -223,19 +223,19 @@ static uint64_t mr_now_ns(void)
 }
 
 /* The doorbell: POST_SEND with no work request. */
-static int mr_ring_doorbell(struct mrv_qp *qp)
+static int mrv_ring_doorbell(struct mrv_qp *qp)
 {
 	struct ibv_send_wr *bad = NULL;
 
 	return ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad);
 }
 
-static int mr_ring_post_send(struct mrv_qp *qp, struct ibv_send_wr *wr,
-			     struct ibv_send_wr **bad_wr)
+static int mrv_ring_post_send(struct mrv_qp *qp, struct ibv_send_wr *wr,
+			      struct ibv_send_wr **bad_wr)
 {
 	uint32_t retired, posted = 0;
 	bool kick = false, idle, wait;
-	uint64_t now = mr_now_ns(), gap;
+	uint64_t now = mrv_now_ns(), gap;
 	int ret = 0;
 
 	pthread_spin_lock(&qp->sq_lock);
@@ -245,8 +245,8 @@ static int mr_ring_post_send(struct mrv_qp *qp, struct ibv_send_wr *wr,
 		ret = EINVAL;
 	retired = __atomic_load_n(&qp->sq_ring->retired, __ATOMIC_ACQUIRE);
 	gap = now - qp->sq_last_post;
-	if (gap > MR_RING_GAP_MAX)
-		gap = MR_RING_GAP_MAX;
+	if (gap > MRV_RING_GAP_MAX)
+		gap = MRV_RING_GAP_MAX;
 	idle = retired == qp->sq_prod;
 	for (; wr && !ret; wr = wr->next) {
 		if (qp->sq_prod - retired >= qp->max_send_wr) {
@@ -257,7 +257,7 @@ static int mr_ring_post_send(struct mrv_qp *qp, struct ibv_send_wr *wr,
 				break;
 			}
 		}
-		ret = mr_ring_write(qp, wr, qp->sq_prod);
+		ret = mrv_ring_write(qp, wr, qp->sq_prod);
 		if (ret)
 			break;
 		qp->sq_prod++;
@@ -267,11 +267,11 @@ static int mr_ring_post_send(struct mrv_qp *qp, struct ibv_send_wr *wr,
 		/* The slots before the index that shows them. */
 		__atomic_store_n(&qp->sq_ring->producer, qp->sq_prod,
 				 __ATOMIC_RELEASE);
-		/* The index before the flag: see mr_qp_sq_pull() (kernel). */
+		/* The index before the flag: see mrv_qp_sq_pull() (kernel). */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		qp->sq_gap = qp->sq_gap - qp->sq_gap / 8 + gap / 8;
 		qp->sq_last_post = now;
-		kick = idle && qp->sq_gap >= MR_RING_PAUSE_NS;
+		kick = idle && qp->sq_gap >= MRV_RING_PAUSE_NS;
 		/*
 		 * A UD send completes when it leaves: sent in the system
 		 * call, it is complete when ibv_post_send() returns, as on a
@@ -292,11 +292,11 @@ static int mr_ring_post_send(struct mrv_qp *qp, struct ibv_send_wr *wr,
 	pthread_spin_unlock(&qp->sq_lock);
 
 	if (kick) {
-		int err = mr_ring_doorbell(qp);
+		int err = mrv_ring_doorbell(qp);
 
 		/* The gap to the next post does not count the call. */
 		pthread_spin_lock(&qp->sq_lock);
-		qp->sq_last_post = mr_now_ns();
+		qp->sq_last_post = mrv_now_ns();
 		pthread_spin_unlock(&qp->sq_lock);
 
 		/* Published but maybe never taken: say so. */
@@ -310,19 +310,19 @@ static int mr_ring_post_send(struct mrv_qp *qp, struct ibv_send_wr *wr,
 	return ret;
 }
 
-int mr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-		 struct ibv_send_wr **bad_wr)
+int mrv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr)
 {
-	struct ibv_send_wr copy[MR_POST_BATCH], *orig[MR_POST_BATCH];
-	struct mrv_qp *qp = to_mr_qp(ibqp);
+	struct ibv_send_wr copy[MRV_POST_BATCH], *orig[MRV_POST_BATCH];
+	struct mrv_qp *qp = to_mrv_qp(ibqp);
 	unsigned int n = 0;
 	int ret = 0;
 
 	if (qp->sq_ring)
-		return mr_ring_post_send(qp, wr, bad_wr);
+		return mrv_ring_post_send(qp, wr, bad_wr);
 
 	for (; wr; wr = wr->next) {
-		ret = mr_send_wr_check(qp, wr);
+		ret = mrv_send_wr_check(qp, wr);
 		if (ret)
 			break;
 		copy[n] = *wr;
@@ -330,15 +330,15 @@ int mr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		if (n)
 			copy[n - 1].next = &copy[n];
 		orig[n++] = wr;
-		if (n == MR_POST_BATCH) {
-			ret = mr_post_send_batch(ibqp, copy, orig, n, bad_wr);
+		if (n == MRV_POST_BATCH) {
+			ret = mrv_post_send_batch(ibqp, copy, orig, n, bad_wr);
 			if (ret)
 				return ret;
 			n = 0;
 		}
 	}
 	if (n) {
-		int err = mr_post_send_batch(ibqp, copy, orig, n, bad_wr);
+		int err = mrv_post_send_batch(ibqp, copy, orig, n, bad_wr);
 
 		if (err)
 			return err;
@@ -348,10 +348,10 @@ int mr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return ret;
 }
 
-static int mr_post_recv_batch(mr_post_recv_fn post, void *obj,
-			      struct ibv_recv_wr *copy,
-			      struct ibv_recv_wr **orig, unsigned int n,
-			      struct ibv_recv_wr **bad_wr)
+static int mrv_post_recv_batch(mrv_post_recv_fn post, void *obj,
+			       struct ibv_recv_wr *copy,
+			       struct ibv_recv_wr **orig, unsigned int n,
+			       struct ibv_recv_wr **bad_wr)
 {
 	struct ibv_recv_wr *bad = NULL;
 	int ret;
@@ -364,10 +364,10 @@ static int mr_post_recv_batch(mr_post_recv_fn post, void *obj,
 }
 
 /* The receive side, for QPs and SRQs alike. */
-int mr_post_recv_list(mr_post_recv_fn post, void *obj, uint32_t max_sge,
-		      struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+int mrv_post_recv_list(mrv_post_recv_fn post, void *obj, uint32_t max_sge,
+		       struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	struct ibv_recv_wr copy[MR_POST_BATCH], *orig[MR_POST_BATCH];
+	struct ibv_recv_wr copy[MRV_POST_BATCH], *orig[MRV_POST_BATCH];
 	unsigned int n = 0;
 	int ret = 0;
 
@@ -382,16 +382,16 @@ int mr_post_recv_list(mr_post_recv_fn post, void *obj, uint32_t max_sge,
 		if (n)
 			copy[n - 1].next = &copy[n];
 		orig[n++] = wr;
-		if (n == MR_POST_BATCH) {
-			ret = mr_post_recv_batch(post, obj, copy, orig, n,
-						 bad_wr);
+		if (n == MRV_POST_BATCH) {
+			ret = mrv_post_recv_batch(post, obj, copy, orig, n,
+						  bad_wr);
 			if (ret)
 				return ret;
 			n = 0;
 		}
 	}
 	if (n) {
-		int err = mr_post_recv_batch(post, obj, copy, orig, n, bad_wr);
+		int err = mrv_post_recv_batch(post, obj, copy, orig, n, bad_wr);
 
 		if (err)
 			return err;
@@ -401,16 +401,16 @@ int mr_post_recv_list(mr_post_recv_fn post, void *obj, uint32_t max_sge,
 	return ret;
 }
 
-static int mr_cmd_post_recv(void *obj, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad_wr)
+static int mrv_cmd_post_recv(void *obj, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr)
 {
 	return ibv_cmd_post_recv(obj, wr, bad_wr);
 }
 
-int mr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-		 struct ibv_recv_wr **bad_wr)
+int mrv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr)
 {
-	struct mrv_qp *qp = to_mr_qp(ibqp);
+	struct mrv_qp *qp = to_mrv_qp(ibqp);
 
 	/* Receives of a QP with an SRQ go to the SRQ. */
 	if (ibqp->srq && wr) {
@@ -428,7 +428,7 @@ int mr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			*bad_wr = wr;
 			return EINVAL;
 		}
-		ret = mr_rq_post(&qp->rq, wr, bad_wr, &kick);
+		ret = mrv_rq_post(&qp->rq, wr, bad_wr, &kick);
 		/* In the error state: the kernel flushes them now. */
 		if (kick) {
 			int err = ibv_cmd_post_recv(ibqp, NULL, &bad);
@@ -440,13 +440,13 @@ int mr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		}
 		return ret;
 	}
-	return mr_post_recv_list(mr_cmd_post_recv, ibqp, qp->max_recv_sge,
-				 wr, bad_wr);
+	return mrv_post_recv_list(mrv_cmd_post_recv, ibqp, qp->max_recv_sge,
+				  wr, bad_wr);
 }
 
 /* --- the ibv_wr_* send API ------------------------------------------------ */
 
-static uint64_t mr_send_ops_supported(enum ibv_qp_type type)
+static uint64_t mrv_send_ops_supported(enum ibv_qp_type type)
 {
 	if (type == IBV_QPT_UD)
 		return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
@@ -457,7 +457,7 @@ static uint64_t mr_send_ops_supported(enum ibv_qp_type type)
 	       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 }
 
-static uint64_t mr_send_op_flag(enum ibv_wr_opcode op)
+static uint64_t mrv_send_op_flag(enum ibv_wr_opcode op)
 {
 	switch (op) {
 	case IBV_WR_SEND:
@@ -481,16 +481,16 @@ static uint64_t mr_send_op_flag(enum ibv_wr_opcode op)
 	}
 }
 
-static void mr_wrl_fail(struct mrv_wr_list *l, int err)
+static void mrv_wrl_fail(struct mrv_wr_list *l, int err)
 {
 	if (!l->err)
 		l->err = err;
 }
 
-static int mr_wrl_grow(struct mrv_qp *qp)
+static int mrv_wrl_grow(struct mrv_qp *qp)
 {
 	struct mrv_wr_list *l = &qp->wrl;
-	uint32_t cap = l->cap ? l->cap * 2 : MR_WR_LIST_MIN;
+	uint32_t cap = l->cap ? l->cap * 2 : MRV_WR_LIST_MIN;
 	struct ibv_send_wr *wr;
 	struct ibv_sge *sge;
 	uint8_t *inl;
@@ -517,28 +517,28 @@ static int mr_wrl_grow(struct mrv_qp *qp)
 }
 
 /* Start a work request of type @op from qp_ex->wr_id and wr_flags. */
-static struct ibv_send_wr *mr_wr_begin(struct ibv_qp_ex *qpx,
-				       enum ibv_wr_opcode op)
+static struct ibv_send_wr *mrv_wr_begin(struct ibv_qp_ex *qpx,
+					enum ibv_wr_opcode op)
 {
-	struct mrv_qp *qp = ex_to_mr_qp(qpx);
+	struct mrv_qp *qp = ex_to_mrv_qp(qpx);
 	struct mrv_wr_list *l = &qp->wrl;
 	struct ibv_send_wr *wr;
 
 	if (l->err)
 		return NULL;
-	if (!(qp->send_ops_flags & mr_send_op_flag(op))) {
-		mr_wrl_fail(l, EINVAL);
+	if (!(qp->send_ops_flags & mrv_send_op_flag(op))) {
+		mrv_wrl_fail(l, EINVAL);
 		return NULL;
 	}
 	if (l->num == qp->max_send_wr) {
-		mr_wrl_fail(l, ENOMEM);
+		mrv_wrl_fail(l, ENOMEM);
 		return NULL;
 	}
 	if (l->num == l->cap) {
-		int err = mr_wrl_grow(qp);
+		int err = mrv_wrl_grow(qp);
 
 		if (err) {
-			mr_wrl_fail(l, err);
+			mrv_wrl_fail(l, err);
 			return NULL;
 		}
 	}
@@ -552,42 +552,42 @@ static struct ibv_send_wr *mr_wr_begin(struct ibv_qp_ex *qpx,
 }
 
 /* The work request the ibv_wr_set_* calls apply to, if any. */
-static struct ibv_send_wr *mr_wr_cur(struct mrv_wr_list *l)
+static struct ibv_send_wr *mrv_wr_cur(struct mrv_wr_list *l)
 {
 	if (l->err)
 		return NULL;
 	if (!l->num) {
-		mr_wrl_fail(l, EINVAL);
+		mrv_wrl_fail(l, EINVAL);
 		return NULL;
 	}
 	return &l->wr[l->num - 1];
 }
 
-static void mr_wr_send(struct ibv_qp_ex *qpx)
+static void mrv_wr_send(struct ibv_qp_ex *qpx)
 {
-	mr_wr_begin(qpx, IBV_WR_SEND);
+	mrv_wr_begin(qpx, IBV_WR_SEND);
 }
 
-static void mr_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
+static void mrv_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
 {
-	struct ibv_send_wr *wr = mr_wr_begin(qpx, IBV_WR_SEND_WITH_IMM);
+	struct ibv_send_wr *wr = mrv_wr_begin(qpx, IBV_WR_SEND_WITH_IMM);
 
 	if (wr)
 		wr->imm_data = imm_data;
 }
 
-static void mr_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+static void mrv_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
-	struct ibv_send_wr *wr = mr_wr_begin(qpx, IBV_WR_SEND_WITH_INV);
+	struct ibv_send_wr *wr = mrv_wr_begin(qpx, IBV_WR_SEND_WITH_INV);
 
 	if (wr)
 		wr->invalidate_rkey = invalidate_rkey;
 }
 
-static void mr_wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
-		       uint32_t rkey, uint64_t remote_addr, __be32 imm_data)
+static void mrv_wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
+			uint32_t rkey, uint64_t remote_addr, __be32 imm_data)
 {
-	struct ibv_send_wr *wr = mr_wr_begin(qpx, op);
+	struct ibv_send_wr *wr = mrv_wr_begin(qpx, op);
 
 	if (!wr)
 		return;
@@ -596,30 +596,30 @@ static void mr_wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
 	wr->imm_data = imm_data;
 }
 
-static void mr_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+static void mrv_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+			      uint64_t remote_addr)
+{
+	mrv_wr_rdma(qpx, IBV_WR_RDMA_WRITE, rkey, remote_addr, 0);
+}
+
+static void mrv_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+				  uint64_t remote_addr, __be32 imm_data)
+{
+	mrv_wr_rdma(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr,
+		    imm_data);
+}
+
+static void mrv_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
 			     uint64_t remote_addr)
 {
-	mr_wr_rdma(qpx, IBV_WR_RDMA_WRITE, rkey, remote_addr, 0);
+	mrv_wr_rdma(qpx, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
 }
 
-static void mr_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
-				 uint64_t remote_addr, __be32 imm_data)
+static void mrv_wr_atomic(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
+			  uint32_t rkey, uint64_t remote_addr,
+			  uint64_t compare_add, uint64_t swap)
 {
-	mr_wr_rdma(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr,
-		   imm_data);
-}
-
-static void mr_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
-			    uint64_t remote_addr)
-{
-	mr_wr_rdma(qpx, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
-}
-
-static void mr_wr_atomic(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
-			 uint32_t rkey, uint64_t remote_addr,
-			 uint64_t compare_add, uint64_t swap)
-{
-	struct ibv_send_wr *wr = mr_wr_begin(qpx, op);
+	struct ibv_send_wr *wr = mrv_wr_begin(qpx, op);
 
 	if (!wr)
 		return;
@@ -629,61 +629,61 @@ static void mr_wr_atomic(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
 	wr->wr.atomic.swap = swap;
 }
 
-static void mr_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
-				 uint64_t remote_addr, uint64_t compare,
-				 uint64_t swap)
+static void mrv_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
+				  uint64_t remote_addr, uint64_t compare,
+				  uint64_t swap)
 {
-	mr_wr_atomic(qpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr,
-		     compare, swap);
+	mrv_wr_atomic(qpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr,
+		      compare, swap);
 }
 
-static void mr_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
-				   uint64_t remote_addr, uint64_t add)
+static void mrv_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
+				    uint64_t remote_addr, uint64_t add)
 {
-	mr_wr_atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add,
-		     0);
+	mrv_wr_atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add,
+		      0);
 }
 
 /* Builders this device cannot offer: the list fails at ibv_wr_complete(). */
-static void mr_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
-			  uint32_t rkey,
-			  const struct ibv_mw_bind_info *bind_info)
+static void mrv_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			   uint32_t rkey,
+			   const struct ibv_mw_bind_info *bind_info)
 {
-	mr_wrl_fail(&ex_to_mr_qp(qpx)->wrl, EOPNOTSUPP);
+	mrv_wrl_fail(&ex_to_mrv_qp(qpx)->wrl, EOPNOTSUPP);
 }
 
-static void mr_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+static void mrv_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
-	mr_wrl_fail(&ex_to_mr_qp(qpx)->wrl, EOPNOTSUPP);
+	mrv_wrl_fail(&ex_to_mrv_qp(qpx)->wrl, EOPNOTSUPP);
 }
 
-static void mr_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz,
-			   uint16_t mss)
+static void mrv_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz,
+			    uint16_t mss)
 {
-	mr_wrl_fail(&ex_to_mr_qp(qpx)->wrl, EOPNOTSUPP);
+	mrv_wrl_fail(&ex_to_mrv_qp(qpx)->wrl, EOPNOTSUPP);
 }
 
-static void mr_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+static void mrv_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
 {
-	mr_wrl_fail(&ex_to_mr_qp(qpx)->wrl, EOPNOTSUPP);
+	mrv_wrl_fail(&ex_to_mrv_qp(qpx)->wrl, EOPNOTSUPP);
 }
 
-static void mr_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
-			       uint64_t remote_addr, const void *atomic_wr)
+static void mrv_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+				uint64_t remote_addr, const void *atomic_wr)
 {
-	mr_wrl_fail(&ex_to_mr_qp(qpx)->wrl, EOPNOTSUPP);
+	mrv_wrl_fail(&ex_to_mrv_qp(qpx)->wrl, EOPNOTSUPP);
 }
 
-static void mr_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
-			      uint32_t remote_qpn, uint32_t remote_qkey)
+static void mrv_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+			       uint32_t remote_qpn, uint32_t remote_qkey)
 {
-	struct mrv_qp *qp = ex_to_mr_qp(qpx);
-	struct ibv_send_wr *wr = mr_wr_cur(&qp->wrl);
+	struct mrv_qp *qp = ex_to_mrv_qp(qpx);
+	struct ibv_send_wr *wr = mrv_wr_cur(&qp->wrl);
 
 	if (!wr)
 		return;
 	if (qp->vqp.qp.qp_type != IBV_QPT_UD) {
-		mr_wrl_fail(&qp->wrl, EINVAL);
+		mrv_wrl_fail(&qp->wrl, EINVAL);
 		return;
 	}
 	wr->wr.ud.ah = ah;
@@ -696,17 +696,17 @@ static void mr_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
  * sg_list pointers are set by ibv_wr_complete(), when the arrays stop
  * moving.
  */
-static void mr_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
-			       const struct ibv_sge *sg_list)
+static void mrv_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
+				const struct ibv_sge *sg_list)
 {
-	struct mrv_qp *qp = ex_to_mr_qp(qpx);
+	struct mrv_qp *qp = ex_to_mrv_qp(qpx);
 	struct mrv_wr_list *l = &qp->wrl;
-	struct ibv_send_wr *wr = mr_wr_cur(l);
+	struct ibv_send_wr *wr = mrv_wr_cur(l);
 
 	if (!wr)
 		return;
 	if (num_sge > qp->max_send_sge || (num_sge && !sg_list)) {
-		mr_wrl_fail(l, EINVAL);
+		mrv_wrl_fail(l, EINVAL);
 		return;
 	}
 	if (num_sge)
@@ -716,8 +716,8 @@ static void mr_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 	wr->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
 }
 
-static void mr_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
-			  uint64_t addr, uint32_t length)
+static void mrv_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
+			   uint64_t addr, uint32_t length)
 {
 	const struct ibv_sge sge = {
 		.addr = addr,
@@ -725,32 +725,32 @@ static void mr_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
 		.lkey = lkey,
 	};
 
-	mr_wr_set_sge_list(qpx, 1, &sge);
+	mrv_wr_set_sge_list(qpx, 1, &sge);
 }
 
 /*
  * Inline data is copied now (the caller may reuse its buffers at once) into
  * the work request's max_inline bytes of inl[], described by one SGE.
  */
-static void mr_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
-				       const struct ibv_data_buf *buf_list)
+static void mrv_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
+					const struct ibv_data_buf *buf_list)
 {
-	struct mrv_qp *qp = ex_to_mr_qp(qpx);
+	struct mrv_qp *qp = ex_to_mrv_qp(qpx);
 	struct mrv_wr_list *l = &qp->wrl;
-	struct ibv_send_wr *wr = mr_wr_cur(l);
+	struct ibv_send_wr *wr = mrv_wr_cur(l);
 	size_t i, len = 0;
 	uint8_t *dst;
 
 	if (!wr)
 		return;
 	if (num_buf && !buf_list) {
-		mr_wrl_fail(l, EINVAL);
+		mrv_wrl_fail(l, EINVAL);
 		return;
 	}
 	for (i = 0; i < num_buf; i++) {
 		if (buf_list[i].length > qp->max_inline - len ||
 		    (buf_list[i].length && !buf_list[i].addr)) {
-			mr_wrl_fail(l, EINVAL);
+			mrv_wrl_fail(l, EINVAL);
 			return;
 		}
 		len += buf_list[i].length;
@@ -770,33 +770,33 @@ static void mr_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 	wr->send_flags |= IBV_SEND_INLINE;
 }
 
-static void mr_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
-				  size_t length)
+static void mrv_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
+				   size_t length)
 {
 	const struct ibv_data_buf buf = {
 		.addr = addr,
 		.length = length,
 	};
 
-	mr_wr_set_inline_data_list(qpx, 1, &buf);
+	mrv_wr_set_inline_data_list(qpx, 1, &buf);
 }
 
-static void mr_wr_start(struct ibv_qp_ex *qpx)
+static void mrv_wr_start(struct ibv_qp_ex *qpx)
 {
-	struct mrv_wr_list *l = &ex_to_mr_qp(qpx)->wrl;
+	struct mrv_wr_list *l = &ex_to_mrv_qp(qpx)->wrl;
 
 	l->num = 0;
 	l->err = 0;
 }
 
-static void mr_wr_abort(struct ibv_qp_ex *qpx)
+static void mrv_wr_abort(struct ibv_qp_ex *qpx)
 {
-	mr_wr_start(qpx);
+	mrv_wr_start(qpx);
 }
 
-static int mr_wr_complete(struct ibv_qp_ex *qpx)
+static int mrv_wr_complete(struct ibv_qp_ex *qpx)
 {
-	struct mrv_qp *qp = ex_to_mr_qp(qpx);
+	struct mrv_qp *qp = ex_to_mrv_qp(qpx);
 	struct mrv_wr_list *l = &qp->wrl;
 	struct ibv_send_wr *bad;
 	uint32_t i;
@@ -814,45 +814,45 @@ static int mr_wr_complete(struct ibv_qp_ex *qpx)
 					(size_t)i * qp->max_inline);
 			wr->next = i + 1 < l->num ? wr + 1 : NULL;
 		}
-		ret = mr_post_send(&qp->vqp.qp, l->wr, &bad);
+		ret = mrv_post_send(&qp->vqp.qp, l->wr, &bad);
 	}
 	l->num = 0;
 	l->err = 0;
 	return ret;
 }
 
-static void mr_init_qp_ex_ops(struct ibv_qp_ex *qpx)
+static void mrv_init_qp_ex_ops(struct ibv_qp_ex *qpx)
 {
-	qpx->wr_atomic_cmp_swp = mr_wr_atomic_cmp_swp;
-	qpx->wr_atomic_fetch_add = mr_wr_atomic_fetch_add;
-	qpx->wr_bind_mw = mr_wr_bind_mw;
-	qpx->wr_local_inv = mr_wr_local_inv;
-	qpx->wr_rdma_read = mr_wr_rdma_read;
-	qpx->wr_rdma_write = mr_wr_rdma_write;
-	qpx->wr_rdma_write_imm = mr_wr_rdma_write_imm;
-	qpx->wr_send = mr_wr_send;
-	qpx->wr_send_imm = mr_wr_send_imm;
-	qpx->wr_send_inv = mr_wr_send_inv;
-	qpx->wr_send_tso = mr_wr_send_tso;
-	qpx->wr_set_ud_addr = mr_wr_set_ud_addr;
-	qpx->wr_set_xrc_srqn = mr_wr_set_xrc_srqn;
-	qpx->wr_set_inline_data = mr_wr_set_inline_data;
-	qpx->wr_set_inline_data_list = mr_wr_set_inline_data_list;
-	qpx->wr_set_sge = mr_wr_set_sge;
-	qpx->wr_set_sge_list = mr_wr_set_sge_list;
-	qpx->wr_start = mr_wr_start;
-	qpx->wr_complete = mr_wr_complete;
-	qpx->wr_abort = mr_wr_abort;
-	qpx->wr_atomic_write = mr_wr_atomic_write;
+	qpx->wr_atomic_cmp_swp = mrv_wr_atomic_cmp_swp;
+	qpx->wr_atomic_fetch_add = mrv_wr_atomic_fetch_add;
+	qpx->wr_bind_mw = mrv_wr_bind_mw;
+	qpx->wr_local_inv = mrv_wr_local_inv;
+	qpx->wr_rdma_read = mrv_wr_rdma_read;
+	qpx->wr_rdma_write = mrv_wr_rdma_write;
+	qpx->wr_rdma_write_imm = mrv_wr_rdma_write_imm;
+	qpx->wr_send = mrv_wr_send;
+	qpx->wr_send_imm = mrv_wr_send_imm;
+	qpx->wr_send_inv = mrv_wr_send_inv;
+	qpx->wr_send_tso = mrv_wr_send_tso;
+	qpx->wr_set_ud_addr = mrv_wr_set_ud_addr;
+	qpx->wr_set_xrc_srqn = mrv_wr_set_xrc_srqn;
+	qpx->wr_set_inline_data = mrv_wr_set_inline_data;
+	qpx->wr_set_inline_data_list = mrv_wr_set_inline_data_list;
+	qpx->wr_set_sge = mrv_wr_set_sge;
+	qpx->wr_set_sge_list = mrv_wr_set_sge_list;
+	qpx->wr_start = mrv_wr_start;
+	qpx->wr_complete = mrv_wr_complete;
+	qpx->wr_abort = mrv_wr_abort;
+	qpx->wr_atomic_write = mrv_wr_atomic_write;
 }
 
 /* --- create / query / modify / destroy ----------------------------------- */
 
 /* What the provider can take before handing the attributes to libibverbs. */
-static int mr_check_qp_init(struct ibv_context *ibctx,
-			    enum ibv_qp_type type, struct ibv_pd *pd,
-			    struct ibv_cq *send_cq, struct ibv_cq *recv_cq,
-			    struct ibv_srq *srq)
+static int mrv_check_qp_init(struct ibv_context *ibctx,
+			     enum ibv_qp_type type, struct ibv_pd *pd,
+			     struct ibv_cq *send_cq, struct ibv_cq *recv_cq,
+			     struct ibv_srq *srq)
 {
 	switch (type) {
 	case IBV_QPT_RC:
@@ -875,7 +875,7 @@ static int mr_check_qp_init(struct ibv_context *ibctx,
 	return 0;
 }
 
-static void mr_qp_set_caps(struct mrv_qp *qp, const struct ibv_qp_cap *cap)
+static void mrv_qp_set_caps(struct mrv_qp *qp, const struct ibv_qp_cap *cap)
 {
 	qp->max_send_wr = cap->max_send_wr;
 	qp->max_send_sge = cap->max_send_sge;
@@ -883,11 +883,11 @@ static void mr_qp_set_caps(struct mrv_qp *qp, const struct ibv_qp_cap *cap)
 	qp->max_inline = cap->max_inline_data;
 }
 
-static void mr_qp_free(struct mrv_qp *qp)
+static void mrv_qp_free(struct mrv_qp *qp)
 {
 	if (qp->sq_ring)
 		munmap(qp->sq_ring, qp->sq_ring_size);
-	mr_rq_unmap(&qp->rq);
+	mrv_rq_unmap(&qp->rq);
 	pthread_spin_destroy(&qp->sq_lock);
 	free(qp->wrl.wr);
 	free(qp->wrl.sge);
@@ -895,7 +895,7 @@ static void mr_qp_free(struct mrv_qp *qp)
 	free(qp);
 }
 
-static struct mrv_qp *mr_qp_alloc(void)
+static struct mrv_qp *mrv_qp_alloc(void)
 {
 	struct mrv_qp *qp = calloc(1, sizeof(*qp));
 
@@ -907,7 +907,7 @@ static struct mrv_qp *mr_qp_alloc(void)
 		return NULL;
 	}
 	qp->state = IBV_QPS_RESET;
-	qp->sq_gap = MR_RING_GAP_MAX;
+	qp->sq_gap = MRV_RING_GAP_MAX;
 	return qp;
 }
 
@@ -915,9 +915,9 @@ static struct mrv_qp *mr_qp_alloc(void)
  * After a successful create: map the send ring the response describes, if
  * any.  Returns 0 or an errno (the caller destroys the QP).
  */
-static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mrv_qp *qp,
-			    const struct metaroce_create_qp_resp *r,
-			    const struct ibv_qp_cap *cap)
+static int mrv_qp_setup_ring(struct ibv_context *ibctx, struct mrv_qp *qp,
+			     const struct metaroce_create_qp_resp *r,
+			     const struct ibv_qp_cap *cap)
 {
 	bool one = (r->comp_mask & METAROCE_QP_ONE_MAP) &&
 		   (r->comp_mask & METAROCE_QP_SQ_RING) &&
@@ -928,8 +928,8 @@ static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mrv_qp *qp,
 	qp->rq.max_wr = cap->max_recv_wr;
 	qp->rq.max_sge = cap->max_recv_sge;
 	if ((r->comp_mask & METAROCE_QP_RQ_RING) && !one) {
-		int ret = mr_rq_map(ibctx, &qp->rq, r->rq_slots, r->rq_stride,
-				    r->rq_mmap_offset, r->rq_mmap_size);
+		int ret = mrv_rq_map(ibctx, &qp->rq, r->rq_slots, r->rq_stride,
+				     r->rq_mmap_offset, r->rq_mmap_size);
 
 		if (ret)
 			return ret;
@@ -965,9 +965,9 @@ static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mrv_qp *qp,
 				    (uint64_t)r->sq_slots * r->sq_stride ||
 		    at >= r->sq_mmap_size)
 			return EPROTO;
-		return mr_rq_place(&qp->rq, (uint8_t *)map + at,
-				   r->sq_mmap_size - at, r->rq_slots,
-				   r->rq_stride);
+		return mrv_rq_place(&qp->rq, (uint8_t *)map + at,
+				    r->sq_mmap_size - at, r->rq_slots,
+				    r->rq_stride);
 	}
 	return 0;
 }
@@ -978,7 +978,7 @@ static int mr_qp_setup_ring(struct ibv_context *ibctx, struct mrv_qp *qp,
  * comes from ibv_post_send() as before (if the MTU changes later, the
  * kernel's check still holds: the work request completes in error).
  */
-static void mr_qp_ud_limit(struct ibv_context *ibctx, struct mrv_qp *qp)
+static void mrv_qp_ud_limit(struct ibv_context *ibctx, struct mrv_qp *qp)
 {
 	struct ibv_port_attr pa;
 
@@ -988,7 +988,7 @@ static void mr_qp_ud_limit(struct ibv_context *ibctx, struct mrv_qp *qp)
 		qp->ud_max_msg = 128U << pa.active_mtu;
 }
 
-static uint32_t mr_qp_rings_wanted(enum ibv_qp_type type, struct ibv_srq *srq)
+static uint32_t mrv_qp_rings_wanted(enum ibv_qp_type type, struct ibv_srq *srq)
 {
 	return METAROCE_QP_SQ_RING |
 	       (srq ? 0 : METAROCE_QP_RQ_RING | METAROCE_QP_ONE_MAP);
@@ -999,58 +999,58 @@ static uint32_t mr_qp_rings_wanted(enum ibv_qp_type type, struct ibv_srq *srq)
  * one knows both rings but not one mapping for them, an older still send
  * rings only, an older still neither.
  */
-static uint32_t mr_qp_rings_fewer(uint32_t want)
+static uint32_t mrv_qp_rings_fewer(uint32_t want)
 {
 	if (want & METAROCE_QP_ONE_MAP)
 		return want & ~METAROCE_QP_ONE_MAP;
 	return want & METAROCE_QP_RQ_RING ? want & ~METAROCE_QP_RQ_RING : 0;
 }
 
-struct ibv_qp *mr_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
+struct ibv_qp *mrv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 {
 	struct mrv_create_qp_resp resp = {};
 	struct mrv_create_qp_cmd cmd = {};
 	struct mrv_qp *qp;
 	int ret;
 
-	ret = mr_check_qp_init(ibpd->context, attr->qp_type, ibpd,
-			       attr->send_cq, attr->recv_cq, attr->srq);
+	ret = mrv_check_qp_init(ibpd->context, attr->qp_type, ibpd,
+				attr->send_cq, attr->recv_cq, attr->srq);
 	if (ret) {
 		errno = ret;
 		return NULL;
 	}
 
-	qp = mr_qp_alloc();
+	qp = mrv_qp_alloc();
 	if (!qp)
 		return NULL;
 
-	cmd.drv.comp_mask = mr_qp_rings_wanted(attr->qp_type, attr->srq);
+	cmd.drv.comp_mask = mrv_qp_rings_wanted(attr->qp_type, attr->srq);
 	for (;;) {
 		ret = ibv_cmd_create_qp(ibpd, &qp->vqp.qp, attr, &cmd.ibv,
 					sizeof(cmd), &resp.ibv, sizeof(resp));
 		if (ret != EOPNOTSUPP || !cmd.drv.comp_mask)
 			break;
-		cmd.drv.comp_mask = mr_qp_rings_fewer(cmd.drv.comp_mask);
+		cmd.drv.comp_mask = mrv_qp_rings_fewer(cmd.drv.comp_mask);
 	}
 	if (ret) {
-		mr_qp_free(qp);
+		mrv_qp_free(qp);
 		errno = ret;
 		return NULL;
 	}
-	mr_qp_set_caps(qp, &attr->cap);
-	ret = mr_qp_setup_ring(ibpd->context, qp, &resp.drv, &attr->cap);
+	mrv_qp_set_caps(qp, &attr->cap);
+	ret = mrv_qp_setup_ring(ibpd->context, qp, &resp.drv, &attr->cap);
 	if (ret) {
 		ibv_cmd_destroy_qp(&qp->vqp.qp);
-		mr_qp_free(qp);
+		mrv_qp_free(qp);
 		errno = ret;
 		return NULL;
 	}
-	mr_qp_ud_limit(ibpd->context, qp);
+	mrv_qp_ud_limit(ibpd->context, qp);
 	return &qp->vqp.qp;
 }
 
-struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
-			       struct ibv_qp_init_attr_ex *attr)
+struct ibv_qp *mrv_create_qp_ex(struct ibv_context *ibctx,
+				struct ibv_qp_init_attr_ex *attr)
 {
 	const uint32_t supported = IBV_QP_INIT_ATTR_PD |
 				   IBV_QP_INIT_ATTR_CREATE_FLAGS |
@@ -1066,68 +1066,68 @@ struct ibv_qp *mr_create_qp_ex(struct ibv_context *ibctx,
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 	     attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	     (attr->send_ops_flags & ~mr_send_ops_supported(attr->qp_type)))) {
+	     (attr->send_ops_flags & ~mrv_send_ops_supported(attr->qp_type)))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	ret = mr_check_qp_init(ibctx, attr->qp_type,
-			       attr->comp_mask & IBV_QP_INIT_ATTR_PD ?
-			       attr->pd : NULL, attr->send_cq, attr->recv_cq,
-			       attr->srq);
+	ret = mrv_check_qp_init(ibctx, attr->qp_type,
+				attr->comp_mask & IBV_QP_INIT_ATTR_PD ?
+				attr->pd : NULL, attr->send_cq, attr->recv_cq,
+				attr->srq);
 	if (ret) {
 		errno = ret;
 		return NULL;
 	}
 
-	qp = mr_qp_alloc();
+	qp = mrv_qp_alloc();
 	if (!qp)
 		return NULL;
 
 	/* libibverbs must zero it: checks pabi.h's verbs_qp. */
 	qp->vqp.comp_mask = ~0U;
 	a.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
-	cmd.drv.comp_mask = mr_qp_rings_wanted(attr->qp_type, attr->srq);
+	cmd.drv.comp_mask = mrv_qp_rings_wanted(attr->qp_type, attr->srq);
 	for (;;) {
 		ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, &a, &cmd.ibv,
 					   sizeof(cmd), &resp.ibv,
 					   sizeof(resp));
 		if (ret != EOPNOTSUPP || !cmd.drv.comp_mask)
 			break;
-		cmd.drv.comp_mask = mr_qp_rings_fewer(cmd.drv.comp_mask);
+		cmd.drv.comp_mask = mrv_qp_rings_fewer(cmd.drv.comp_mask);
 	}
 	if (ret) {
-		mr_qp_free(qp);
+		mrv_qp_free(qp);
 		errno = ret;
 		return NULL;
 	}
 	if (qp->vqp.comp_mask) {
-		mr_layout_warn(ibctx, "verbs_qp");
+		mrv_layout_warn(ibctx, "verbs_qp");
 		ibv_cmd_destroy_qp(&qp->vqp.qp);
-		mr_qp_free(qp);
+		mrv_qp_free(qp);
 		errno = EPROTO;
 		return NULL;
 	}
 	attr->cap = a.cap;
-	mr_qp_set_caps(qp, &a.cap);
-	ret = mr_qp_setup_ring(ibctx, qp, &resp.drv, &a.cap);
+	mrv_qp_set_caps(qp, &a.cap);
+	ret = mrv_qp_setup_ring(ibctx, qp, &resp.drv, &a.cap);
 	if (ret) {
 		ibv_cmd_destroy_qp(&qp->vqp.qp);
-		mr_qp_free(qp);
+		mrv_qp_free(qp);
 		errno = ret;
 		return NULL;
 	}
-	mr_qp_ud_limit(ibctx, qp);
+	mrv_qp_ud_limit(ibctx, qp);
 
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		qp->send_ops_flags = attr->send_ops_flags;
-		mr_init_qp_ex_ops(&qp->vqp.qp_ex);
+		mrv_init_qp_ex_ops(&qp->vqp.qp_ex);
 		qp->vqp.comp_mask |= VERBS_QP_EX;
 	}
 	return &qp->vqp.qp;
 }
 
-int mr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
-		struct ibv_qp_init_attr *init_attr)
+int mrv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr)
 {
 	struct ibv_query_qp cmd = {};
 
@@ -1135,29 +1135,29 @@ int mr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 				sizeof(cmd));
 }
 
-static void mr_qp_clean_cqs(struct ibv_qp *ibqp)
+static void mrv_qp_clean_cqs(struct ibv_qp *ibqp)
 {
-	mr_cq_clean(ibqp->send_cq, ibqp->qp_num);
+	mrv_cq_clean(ibqp->send_cq, ibqp->qp_num);
 	if (ibqp->recv_cq != ibqp->send_cq)
-		mr_cq_clean(ibqp->recv_cq, ibqp->qp_num);
+		mrv_cq_clean(ibqp->recv_cq, ibqp->qp_num);
 }
 
 /*
  * The right to receive FLUSH requests (IBV_ACCESS_FLUSH_*, rdma-core 45 on).
  * metaroce has no FLUSH operation (no IBV_DEVICE_FLUSH_* capability, no
  * such request on the wire: one would be refused as an invalid request),
- * so granting that right to a QP grants nothing, and mr_modify_qp() drops
+ * so granting that right to a QP grants nothing, and mrv_modify_qp() drops
  * it rather than have the kernel refuse the whole call: applications that
  * ask for every right they know, as pyverbs' tests do from rdma-core 56 on,
  * still get their QP. MRs with FLUSH rights are refused (mr.c).
  */
-#if MR_PABI_GEN >= 45
-#define MR_QP_ACCESS_FLUSH (IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_FLUSH_PERSISTENT)
+#if MRV_PABI_GEN >= 45
+#define MRV_QP_ACCESS_FLUSH (IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_FLUSH_PERSISTENT)
 #else
-#define MR_QP_ACCESS_FLUSH 0
+#define MRV_QP_ACCESS_FLUSH 0
 #endif
 
-int mr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+int mrv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct ib_uverbs_ex_modify_qp_resp resp = {};
 	struct ibv_modify_qp_ex cmd_ex = {};
@@ -1166,9 +1166,9 @@ int mr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	int ret;
 
 	if ((attr_mask & IBV_QP_ACCESS_FLAGS) &&
-	    (attr->qp_access_flags & MR_QP_ACCESS_FLUSH)) {
+	    (attr->qp_access_flags & MRV_QP_ACCESS_FLUSH)) {
 		granted = *attr;
-		granted.qp_access_flags &= ~(unsigned int)MR_QP_ACCESS_FLUSH;
+		granted.qp_access_flags &= ~(unsigned int)MRV_QP_ACCESS_FLUSH;
 		attr = &granted;
 	}
 
@@ -1180,19 +1180,19 @@ int mr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 		ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd,
 					sizeof(cmd));
 	if (!ret && (attr_mask & IBV_QP_STATE)) {
-		struct mrv_qp *qp = to_mr_qp(ibqp);
+		struct mrv_qp *qp = to_mrv_qp(ibqp);
 
 		pthread_spin_lock(&qp->sq_lock);
 		qp->state = attr->qp_state;
 		pthread_spin_unlock(&qp->sq_lock);
 		/* A reset QP's completions are not reported (as on destroy). */
 		if (attr->qp_state == IBV_QPS_RESET)
-			mr_qp_clean_cqs(ibqp);
+			mrv_qp_clean_cqs(ibqp);
 	}
 	return ret;
 }
 
-int mr_destroy_qp(struct ibv_qp *ibqp)
+int mrv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct ibv_cq *send_cq = ibqp->send_cq, *recv_cq = ibqp->recv_cq;
 	uint32_t qp_num = ibqp->qp_num;
@@ -1203,9 +1203,9 @@ int mr_destroy_qp(struct ibv_qp *ibqp)
 		return ret;
 
 	/* No completion can point to a destroyed QP. */
-	mr_cq_clean(send_cq, qp_num);
+	mrv_cq_clean(send_cq, qp_num);
 	if (recv_cq != send_cq)
-		mr_cq_clean(recv_cq, qp_num);
-	mr_qp_free(to_mr_qp(ibqp));
+		mrv_cq_clean(recv_cq, qp_num);
+	mrv_qp_free(to_mrv_qp(ibqp));
 	return 0;
 }

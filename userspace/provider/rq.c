@@ -13,8 +13,8 @@
  * Map the ring a create response describes; rq->max_wr and rq->max_sge are
  * set.  Returns 0 or an errno.
  */
-int mr_rq_map(struct ibv_context *ibctx, struct mrv_rq *rq, uint32_t slots,
-	      uint32_t stride, uint64_t offset, uint64_t size)
+int mrv_rq_map(struct ibv_context *ibctx, struct mrv_rq *rq, uint32_t slots,
+	       uint32_t stride, uint64_t offset, uint64_t size)
 {
 	uint64_t need = sizeof(struct metaroce_rwqe) +
 			(uint64_t)rq->max_sge * sizeof(struct metaroce_sge);
@@ -49,8 +49,8 @@ int mr_rq_map(struct ibv_context *ibctx, struct mrv_rq *rq, uint32_t slots,
  * @ring with @avail bytes of the mapping left: nothing to unmap of its
  * own. Returns 0 or an errno.
  */
-int mr_rq_place(struct mrv_rq *rq, void *ring, uint64_t avail, uint32_t slots,
-		uint32_t stride)
+int mrv_rq_place(struct mrv_rq *rq, void *ring, uint64_t avail, uint32_t slots,
+		 uint32_t stride)
 {
 	uint64_t need = sizeof(struct metaroce_rwqe) +
 			(uint64_t)rq->max_sge * sizeof(struct metaroce_sge);
@@ -69,7 +69,7 @@ int mr_rq_place(struct mrv_rq *rq, void *ring, uint64_t avail, uint32_t slots,
 	return 0;
 }
 
-void mr_rq_unmap(struct mrv_rq *rq)
+void mrv_rq_unmap(struct mrv_rq *rq)
 {
 	if (!rq->ring)
 		return;
@@ -80,8 +80,8 @@ void mr_rq_unmap(struct mrv_rq *rq)
 	rq->ring = NULL;
 }
 
-int mr_rq_post(struct mrv_rq *rq, struct ibv_recv_wr *wr,
-	       struct ibv_recv_wr **bad_wr, bool *kick)
+int mrv_rq_post(struct mrv_rq *rq, struct ibv_recv_wr *wr,
+		struct ibv_recv_wr **bad_wr, bool *kick)
 {
 	uint32_t consumer, posted = 0;
 	int ret = 0, i;
@@ -127,7 +127,7 @@ int mr_rq_post(struct mrv_rq *rq, struct ibv_recv_wr *wr,
 		/* The slots before the index that shows them. */
 		__atomic_store_n(&rq->ring->producer, rq->prod,
 				 __ATOMIC_RELEASE);
-		/* The index before the flag: see mr_qp_flush_rq() (kernel). */
+		/* The index before the flag: see mrv_qp_flush_rq() (kernel). */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		*kick = __atomic_load_n(&rq->ring->flags, __ATOMIC_RELAXED) &
 			METAROCE_RQ_NEED_WAKEUP;

@@ -10,9 +10,9 @@
 #include "libmetaroce.h"
 
 /* After a successful create: map the ring, if any (0 or an errno). */
-static int mr_srq_setup(struct ibv_context *ibctx, struct mrv_srq *srq,
-			const struct ibv_srq_attr *attr,
-			const struct metaroce_create_srq_resp *r)
+static int mrv_srq_setup(struct ibv_context *ibctx, struct mrv_srq *srq,
+			 const struct ibv_srq_attr *attr,
+			 const struct metaroce_create_srq_resp *r)
 {
 	srq->vsrq.srq_type = IBV_SRQT_BASIC;
 	srq->max_sge = attr->max_sge;
@@ -20,12 +20,12 @@ static int mr_srq_setup(struct ibv_context *ibctx, struct mrv_srq *srq,
 		return 0;
 	srq->rq.max_wr = attr->max_wr;
 	srq->rq.max_sge = attr->max_sge;
-	return mr_rq_map(ibctx, &srq->rq, r->slots, r->stride, r->mmap_offset,
-			 r->mmap_size);
+	return mrv_rq_map(ibctx, &srq->rq, r->slots, r->stride, r->mmap_offset,
+			  r->mmap_size);
 }
 
-struct ibv_srq *mr_create_srq(struct ibv_pd *ibpd,
-			      struct ibv_srq_init_attr *attr)
+struct ibv_srq *mrv_create_srq(struct ibv_pd *ibpd,
+			       struct ibv_srq_init_attr *attr)
 {
 	struct mrv_create_srq_resp resp = {};
 	struct mrv_create_srq_cmd cmd = {};
@@ -50,7 +50,7 @@ struct ibv_srq *mr_create_srq(struct ibv_pd *ibpd,
 		errno = ret;
 		return NULL;
 	}
-	ret = mr_srq_setup(ibpd->context, srq, &attr->attr, &resp.drv);
+	ret = mrv_srq_setup(ibpd->context, srq, &attr->attr, &resp.drv);
 	if (ret) {
 		ibv_cmd_destroy_srq(&srq->vsrq.srq);
 		free(srq);
@@ -65,8 +65,8 @@ struct ibv_srq *mr_create_srq(struct ibv_pd *ibpd,
  * rest.  Unlike ibv_create_srq(), nobody sets pd, srq_context and
  * events_completed after us.
  */
-struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
-				 struct ibv_srq_init_attr_ex *attr)
+struct ibv_srq *mrv_create_srq_ex(struct ibv_context *ibctx,
+				  struct ibv_srq_init_attr_ex *attr)
 {
 	const uint32_t supported = IBV_SRQ_INIT_ATTR_PD |
 				   IBV_SRQ_INIT_ATTR_TYPE |
@@ -113,7 +113,7 @@ struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
 		errno = ret;
 		return NULL;
 	}
-	ret = mr_srq_setup(ibctx, srq, &a.attr, &resp.drv);
+	ret = mrv_srq_setup(ibctx, srq, &a.attr, &resp.drv);
 	if (ret) {
 		ibv_cmd_destroy_srq(&srq->vsrq.srq);
 		free(srq);
@@ -130,10 +130,10 @@ struct ibv_srq *mr_create_srq_ex(struct ibv_context *ibctx,
 	return &srq->vsrq.srq;
 }
 
-int mr_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
-		  int attr_mask)
+int mrv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+		   int attr_mask)
 {
-	struct mrv_srq *srq = to_mr_srq(ibsrq);
+	struct mrv_srq *srq = to_mrv_srq(ibsrq);
 	struct ibv_modify_srq cmd = {};
 	struct ibv_query_srq qcmd = {};
 	struct ibv_srq_attr now;
@@ -152,14 +152,14 @@ int mr_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	return 0;
 }
 
-int mr_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+int mrv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
 	struct ibv_query_srq cmd = {};
 
 	return ibv_cmd_query_srq(ibsrq, attr, &cmd, sizeof(cmd));
 }
 
-int mr_destroy_srq(struct ibv_srq *ibsrq)
+int mrv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	int ret;
 
@@ -167,26 +167,26 @@ int mr_destroy_srq(struct ibv_srq *ibsrq)
 	if (ret)
 		return ret;
 
-	mr_rq_unmap(&to_mr_srq(ibsrq)->rq);
-	free(to_mr_srq(ibsrq));
+	mrv_rq_unmap(&to_mrv_srq(ibsrq)->rq);
+	free(to_mrv_srq(ibsrq));
 	return 0;
 }
 
-static int mr_cmd_post_srq_recv(void *obj, struct ibv_recv_wr *wr,
-				struct ibv_recv_wr **bad_wr)
+static int mrv_cmd_post_srq_recv(void *obj, struct ibv_recv_wr *wr,
+				 struct ibv_recv_wr **bad_wr)
 {
 	return ibv_cmd_post_srq_recv(obj, wr, bad_wr);
 }
 
-int mr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
-		     struct ibv_recv_wr **bad_wr)
+int mrv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr)
 {
-	struct mrv_srq *srq = to_mr_srq(ibsrq);
+	struct mrv_srq *srq = to_mrv_srq(ibsrq);
 	bool kick;
 
 	/* SRQs never ask for a doorbell. */
 	if (srq->rq.ring)
-		return mr_rq_post(&srq->rq, wr, bad_wr, &kick);
-	return mr_post_recv_list(mr_cmd_post_srq_recv, ibsrq,
-				 to_mr_srq(ibsrq)->max_sge, wr, bad_wr);
+		return mrv_rq_post(&srq->rq, wr, bad_wr, &kick);
+	return mrv_post_recv_list(mrv_cmd_post_srq_recv, ibsrq,
+				  to_mrv_srq(ibsrq)->max_sge, wr, bad_wr);
 }

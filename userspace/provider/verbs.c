@@ -13,23 +13,23 @@
 
 #include "libmetaroce.h"
 
-void mr_layout_warn(struct ibv_context *ibctx, const char *what)
+void mrv_layout_warn(struct ibv_context *ibctx, const char *what)
 {
 	static atomic_bool warned;
 
 	if (!atomic_exchange(&warned, true))
-		mr_warn("%s: libibverbs filled a %s differently from %s as declared by this provider; refusing such objects\n",
-			ibctx->device->name, what, MR_PABI_VERSION_NAME);
+		mrv_warn("%s: libibverbs filled a %s differently from %s as declared by this provider; refusing such objects\n",
+			 ibctx->device->name, what, MRV_PABI_VERSION_NAME);
 }
 
 /*
  * The firmware version string: the kernel's own (sysfs fw_ver), else the
  * numeric one from QUERY_DEVICE read as major.minor.sub, 16 bits each.
  */
-static void mr_set_fw_ver(struct ibv_context *ibctx, char *buf, size_t size,
-			  uint64_t fw_ver)
+static void mrv_set_fw_ver(struct ibv_context *ibctx, char *buf, size_t size,
+			   uint64_t fw_ver)
 {
-	const struct mrv_device *dev = to_mr_dev(ibctx->device);
+	const struct mrv_device *dev = to_mrv_dev(ibctx->device);
 
 	if (dev->fw_ver[0])
 		snprintf(buf, size, "%s", dev->fw_ver);
@@ -40,9 +40,9 @@ static void mr_set_fw_ver(struct ibv_context *ibctx, char *buf, size_t size,
 			 (unsigned int)fw_ver & 0xffff);
 }
 
-int mr_query_device_ex(struct ibv_context *ibctx,
-		       const struct ibv_query_device_ex_input *input,
-		       struct ibv_device_attr_ex *attr, size_t attr_size)
+int mrv_query_device_ex(struct ibv_context *ibctx,
+			const struct ibv_query_device_ex_input *input,
+			struct ibv_device_attr_ex *attr, size_t attr_size)
 {
 	struct ib_uverbs_ex_query_device_resp resp = {};
 	size_t resp_size = sizeof(resp);
@@ -53,8 +53,8 @@ int mr_query_device_ex(struct ibv_context *ibctx,
 	if (ret)
 		return ret;
 
-	mr_set_fw_ver(ibctx, attr->orig_attr.fw_ver,
-		      sizeof(attr->orig_attr.fw_ver), resp.base.fw_ver);
+	mrv_set_fw_ver(ibctx, attr->orig_attr.fw_ver,
+		       sizeof(attr->orig_attr.fw_ver), resp.base.fw_ver);
 	/*
 	 * The kernel can resize its own SRQs, but an SRQ of this provider
 	 * lives in a ring whose slots are fixed when it is created
@@ -65,15 +65,15 @@ int mr_query_device_ex(struct ibv_context *ibctx,
 	return 0;
 }
 
-int mr_query_port(struct ibv_context *ibctx, uint8_t port_num,
-		  struct ibv_port_attr *attr)
+int mrv_query_port(struct ibv_context *ibctx, uint8_t port_num,
+		   struct ibv_port_attr *attr)
 {
 	struct ibv_query_port cmd = {};
 
 	return ibv_cmd_query_port(ibctx, port_num, attr, &cmd, sizeof(cmd));
 }
 
-struct ibv_pd *mr_alloc_pd(struct ibv_context *ibctx)
+struct ibv_pd *mrv_alloc_pd(struct ibv_context *ibctx)
 {
 	struct mrv_alloc_pd_resp resp = {};
 	struct ibv_alloc_pd cmd = {};
@@ -96,7 +96,7 @@ struct ibv_pd *mr_alloc_pd(struct ibv_context *ibctx)
 	return &pd->ibv_pd;
 }
 
-int mr_dealloc_pd(struct ibv_pd *ibpd)
+int mrv_dealloc_pd(struct ibv_pd *ibpd)
 {
 	int ret;
 
@@ -104,12 +104,12 @@ int mr_dealloc_pd(struct ibv_pd *ibpd)
 	if (ret)
 		return ret;
 
-	free(to_mr_pd(ibpd));
+	free(to_mrv_pd(ibpd));
 	return 0;
 }
 
-struct ibv_mr *mr_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
-			 uint64_t hca_va, int access)
+struct ibv_mr *mrv_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			  uint64_t hca_va, int access)
 {
 	struct ib_uverbs_reg_mr_resp resp;
 	struct ibv_reg_mr cmd = {};
@@ -133,7 +133,7 @@ struct ibv_mr *mr_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 
 	if (vmr->mr_type != IBV_MR_TYPE_MR || vmr->access != access ||
 	    vmr->ibv_mr.context != ibpd->context) {
-		mr_layout_warn(ibpd->context, "verbs_mr");
+		mrv_layout_warn(ibpd->context, "verbs_mr");
 		ibv_cmd_dereg_mr(vmr);
 		free(vmr);
 		errno = EPROTO;
@@ -147,8 +147,8 @@ struct ibv_mr *mr_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
  * one; it reports any failure as IBV_REREG_MR_ERR_CMD with errno as we
  * leave it.
  */
-int mr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd,
-		void *addr, size_t length, int access)
+int mrv_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd,
+		 void *addr, size_t length, int access)
 {
 	struct ib_uverbs_rereg_mr_resp resp;
 	struct ibv_rereg_mr cmd = {};
@@ -169,7 +169,7 @@ int mr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd,
 	return ret;
 }
 
-int mr_dereg_mr(struct verbs_mr *vmr)
+int mrv_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret;
 
@@ -181,7 +181,7 @@ int mr_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
-struct ibv_ah *mr_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
+struct ibv_ah *mrv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
 	struct mrv_create_ah_resp resp = {};
 	struct mrv_ah *ah;
@@ -203,7 +203,7 @@ struct ibv_ah *mr_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 	return &ah->ibv_ah;
 }
 
-int mr_destroy_ah(struct ibv_ah *ah)
+int mrv_destroy_ah(struct ibv_ah *ah)
 {
 	int ret;
 
@@ -211,6 +211,6 @@ int mr_destroy_ah(struct ibv_ah *ah)
 	if (ret)
 		return ret;
 
-	free(to_mr_ah(ah));
+	free(to_mrv_ah(ah));
 	return 0;
 }

@@ -33,9 +33,9 @@ gcc $cppflags -I"$(dirname "$pabi_h")" -dM -E "$tmp/decls.c" >"$tmp/macros"
 macro() { # NAME: its value, quotes and parentheses removed
 	sed -n "s/^#define $1 //p" "$tmp/macros" | tr -d '"()'
 }
-PABI_VERSION=IBVERBS_PRIVATE_$(macro MR_PABI)
-NUM_CONTEXT_OPS=$(macro MR_PABI_NUM_CONTEXT_OPS)
-GEN=$(macro MR_PABI_GEN)
+PABI_VERSION=IBVERBS_PRIVATE_$(macro MRV_PABI)
+NUM_CONTEXT_OPS=$(macro MRV_PABI_NUM_CONTEXT_OPS)
+GEN=$(macro MRV_PABI_GEN)
 
 n=0
 failed=0

@@ -69,7 +69,7 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 
 int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 const struct ibv_cq_init_attr_ex *cq_attr,
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 			 struct verbs_create_cq_prov_attr *prov_attr,
 #endif
 			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
@@ -106,13 +106,13 @@ static void k_reset(uint64_t first, uint64_t end)
 
 static struct mrv_cq *make_cq(bool ex)
 {
-	struct mrv_cq *cq = mr_cq_alloc();
+	struct mrv_cq *cq = mrv_cq_alloc();
 
 	if (!cq)
 		abort();
 	cq->ex = ex;
 	if (ex)
-		mr_init_cq_ex_ops(&cq->vcq.cq_ex);
+		mrv_init_cq_ex_ops(&cq->vcq.cq_ex);
 	return cq;
 }
 
@@ -138,12 +138,12 @@ static void test_flags(void)
 	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
 		k_reset(0, 1);
 		k.kflags = map[i].kernel;
-		n = mr_poll_cq(&cq->vcq.cq, 1, &wc);
+		n = mrv_poll_cq(&cq->vcq.cq, 1, &wc);
 		tap_ok(n == 1 && wc.wc_flags == map[i].ibv,
 		       "kernel wc flag 0x%x: %s (got 0x%x)", map[i].kernel,
 		       map[i].what, wc.wc_flags);
 	}
-	mr_cq_free(cq);
+	mrv_cq_free(cq);
 }
 
 static void test_poll(void)
@@ -153,42 +153,42 @@ static void test_poll(void)
 	int i, n;
 
 	k_reset(0, 1000);
-	n = mr_poll_cq(&cq->vcq.cq, 300, wc);
+	n = mrv_poll_cq(&cq->vcq.cq, 300, wc);
 	for (i = 0; i < n; i++)
 		if (wc[i].wr_id != (uint64_t)i)
 			break;
-	tap_ok(n == 300 && i == 300 && k.max_ne == MR_POLL_CHUNK,
+	tap_ok(n == 300 && i == 300 && k.max_ne == MRV_POLL_CHUNK,
 	       "300 entries in commands of at most %d, in order (%d, largest %d)",
-	       MR_POLL_CHUNK, n, k.max_ne);
+	       MRV_POLL_CHUNK, n, k.max_ne);
 
 	k_reset(0, 70);
-	n = mr_poll_cq(&cq->vcq.cq, 300, wc);
+	n = mrv_poll_cq(&cq->vcq.cq, 300, wc);
 	tap_ok(n == 70 && k.calls == 2,
 	       "a short command ends the poll (%d in %u commands)", n, k.calls);
 
 	k_reset(0, 0);
-	tap_ok(mr_poll_cq(&cq->vcq.cq, 0, wc) == 0 && k.calls == 0,
+	tap_ok(mrv_poll_cq(&cq->vcq.cq, 0, wc) == 0 && k.calls == 0,
 	       "polling 0 entries asks nothing");
-	tap_ok(mr_poll_cq(&cq->vcq.cq, -1, wc) < 0 && errno == EINVAL,
+	tap_ok(mrv_poll_cq(&cq->vcq.cq, -1, wc) < 0 && errno == EINVAL,
 	       "polling -1 entries: EINVAL");
 
 	k_reset(0, 10);
 	k.fail = EIO;
-	n = mr_poll_cq(&cq->vcq.cq, 5, wc);
+	n = mrv_poll_cq(&cq->vcq.cq, 5, wc);
 	tap_ok(n == -1 && errno == EIO, "a failed command: -1, errno kept (%d)",
 	       n);
 
 	/* Completions taken from the kernel are never dropped. */
 	k_reset(0, 1000);
-	n = mr_poll_cq(&cq->vcq.cq, MR_POLL_CHUNK, wc);
+	n = mrv_poll_cq(&cq->vcq.cq, MRV_POLL_CHUNK, wc);
 	k.fail = EIO;
-	n = mr_poll_cq(&cq->vcq.cq, MR_POLL_CHUNK + 10, wc);
+	n = mrv_poll_cq(&cq->vcq.cq, MRV_POLL_CHUNK + 10, wc);
 	tap_ok(n == -1, "a failure on the first command of a poll is reported");
-	n = mr_poll_cq(&cq->vcq.cq, 1, wc);
-	tap_ok(n == 1 && wc[0].wr_id == MR_POLL_CHUNK,
+	n = mrv_poll_cq(&cq->vcq.cq, 1, wc);
+	tap_ok(n == 1 && wc[0].wr_id == MRV_POLL_CHUNK,
 	       "... and nothing was lost (%llu)",
 	       (unsigned long long)wc[0].wr_id);
-	mr_cq_free(cq);
+	mrv_cq_free(cq);
 }
 
 static void test_ex(void)
@@ -237,11 +237,11 @@ static void test_ex(void)
 	}
 	ibv_end_poll(cqx);
 	tap_ok(order && k.calls == 1,
-	       "5 completions from one batch of %d (%u commands)", MR_CQ_BATCH,
+	       "5 completions from one batch of %d (%u commands)", MRV_CQ_BATCH,
 	       k.calls);
 
 	/* ibv_poll_cq gets the rest of the batch first, then the kernel. */
-	n = mr_poll_cq(ibv_cq_ex_to_cq(cqx), 20, wc);
+	n = mrv_poll_cq(ibv_cq_ex_to_cq(cqx), 20, wc);
 	for (i = 0; i < n; i++)
 		order &= wc[i].wr_id == expect++;
 	tap_ok(n == 20 && order && wc[0].wr_id == 5,
@@ -272,7 +272,7 @@ static void test_ex(void)
 	ret = ibv_start_poll(cqx, &attr);
 	tap_ok(!ret && cqx->wr_id == 100, "... and the next start_poll works");
 	ibv_end_poll(cqx);
-	mr_cq_free(cq);
+	mrv_cq_free(cq);
 }
 
 /* --- CQs with a ring ------------------------------------------------------ */
@@ -305,7 +305,7 @@ static bool k_push(struct mrv_cq *cq, uint64_t wr_id, uint32_t qp_num,
 	if (prod - __atomic_load_n(&cq->ring->consumer, __ATOMIC_ACQUIRE) >=
 	    cq->slots)
 		return false;
-	e = mr_ring_entry(cq, prod);
+	e = mrv_ring_entry(cq, prod);
 	*e = (struct metaroce_cqe){
 		.wr_id = wr_id,
 		.status = IBV_WC_SUCCESS,
@@ -335,7 +335,7 @@ static void test_ring_poll(void)
 	k_reset(0, 1000);	/* POLL_CQ would have plenty: it must not be used */
 	for (i = 0; i < 5; i++)
 		k_push(cq, id++, 42, METAROCE_CQE_WITH_IMM);
-	n = mr_poll_cq(&cq->vcq.cq, 16, wc);
+	n = mrv_poll_cq(&cq->vcq.cq, 16, wc);
 	fields = n == 5 && wc[1].wr_id == 1 && wc[1].status == IBV_WC_SUCCESS &&
 		 wc[1].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
 		 wc[1].byte_len == 10 && wc[1].imm_data == htobe32(0x2001) &&
@@ -347,7 +347,7 @@ static void test_ring_poll(void)
 	       n, k.calls);
 	tap_ok(cq->ring->consumer == 5,
 	       "ring: the consumer index is published (%u)", cq->ring->consumer);
-	tap_ok(mr_poll_cq(&cq->vcq.cq, 16, wc) == 0, "ring: then empty");
+	tap_ok(mrv_poll_cq(&cq->vcq.cq, 16, wc) == 0, "ring: then empty");
 
 	/* Full ring: the kernel stops; polling makes room. */
 	for (i = 0; i < 9; i++)
@@ -357,12 +357,12 @@ static void test_ring_poll(void)
 			id++;
 	tap_ok(i == 8, "ring of 8: the kernel finds room for 8 (%d)", i);
 	next = 5;
-	n = mr_poll_cq(&cq->vcq.cq, 3, wc);
+	n = mrv_poll_cq(&cq->vcq.cq, 3, wc);
 	for (i = 0; i < n; i++)
 		order &= wc[i].wr_id == next++;
 	tap_ok(n == 3 && order && k_push(cq, id++, 42, 0),
 	       "ring: a poll of 3 takes 3 and frees a slot");
-	mr_cq_free(cq);
+	mrv_cq_free(cq);
 
 	/* Indices that wrap around 2^32 while the ring turns many times. */
 	cq = make_ring_cq(false, 8, UINT32_MAX - 20);
@@ -371,18 +371,18 @@ static void test_ring_poll(void)
 		for (i = 0; i < 1 + rounds % 7; i++)
 			if (k_push(cq, id, 42, 0))
 				id++;
-		n = mr_poll_cq(&cq->vcq.cq, 3, wc);
+		n = mrv_poll_cq(&cq->vcq.cq, 3, wc);
 		for (i = 0; i < n; i++)
 			order &= wc[i].wr_id == next++;
 	}
-	while ((n = mr_poll_cq(&cq->vcq.cq, 16, wc)) > 0)
+	while ((n = mrv_poll_cq(&cq->vcq.cq, 16, wc)) > 0)
 		for (i = 0; i < n; i++)
 			order &= wc[i].wr_id == next++;
 	tap_ok(order && next == id && id > 50 &&
 	       cq->consumer == cq->ring->producer && cq->consumer < 1000,
 	       "ring: indices wrap around 2^32, %llu completions in order",
 	       (unsigned long long)next);
-	mr_cq_free(cq);
+	mrv_cq_free(cq);
 }
 
 static void test_ring_flags(void)
@@ -404,11 +404,11 @@ static void test_ring_flags(void)
 
 	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
 		k_push(cq, i, 42, map[i].cqe);
-		ok &= mr_poll_cq(&cq->vcq.cq, 1, &wc) == 1 &&
+		ok &= mrv_poll_cq(&cq->vcq.cq, 1, &wc) == 1 &&
 		      wc.wc_flags == map[i].ibv;
 	}
 	tap_ok(ok, "ring: each METAROCE_CQE_* flag becomes its IBV_WC_* flag, unknown ones none");
-	mr_cq_free(cq);
+	mrv_cq_free(cq);
 }
 
 static void test_ring_ex(void)
@@ -437,7 +437,7 @@ static void test_ring_ex(void)
 	}
 	tap_ok(order && next == 80 && k.calls == 0,
 	       "ring, extended: 10 fills of the ring, 80 in order, no command");
-	mr_cq_free(cq);
+	mrv_cq_free(cq);
 }
 
 static void test_ring_clean(void)
@@ -457,22 +457,22 @@ static void test_ring_clean(void)
 		k_push(cq, i, i % 2 ? 9 : 7, 0);
 	ibv_start_poll(cqx, &attr);
 	ibv_end_poll(cqx);
-	mr_cq_clean(&cq->vcq.cq, 7);
+	mrv_cq_clean(&cq->vcq.cq, 7);
 	tap_ok(cq->count == 8 && cq->ring->consumer == cq->consumer &&
 	       cq->ring->producer - cq->consumer == 12,
 	       "clean: 8 left in the batch, 12 in the ring, the freed slots given back (%u, %u)",
 	       cq->count, cq->ring->producer - cq->consumer);
 	ok &= k_push(cq, 41, 9, 0) && k_push(cq, 43, 9, 0);
-	n = mr_poll_cq(&cq->vcq.cq, 32, wc);
+	n = mrv_poll_cq(&cq->vcq.cq, 32, wc);
 	for (i = 0; i < n; i++)
 		ok &= wc[i].qp_num == 9 && wc[i].wr_id == (uint64_t)(2 * i + 1);
 	tap_ok(ok && n == 22,
 	       "clean: only the other QP's completions remain, in order, new ones after (%d)",
 	       n);
-	mr_cq_clean(&cq->vcq.cq, 9);
-	tap_ok(mr_poll_cq(&cq->vcq.cq, 16, wc) == 0 && cq->consumer ==
+	mrv_cq_clean(&cq->vcq.cq, 9);
+	tap_ok(mrv_poll_cq(&cq->vcq.cq, 16, wc) == 0 && cq->consumer ==
 	       cq->ring->producer, "clean of an empty CQ");
-	mr_cq_free(cq);
+	mrv_cq_free(cq);
 }
 
 static void test_ring_map(void)
@@ -486,22 +486,22 @@ static void test_ring_map(void)
 	struct metaroce_create_cq_resp bad;
 
 	r.comp_mask = 0;
-	tap_ok(mr_ring_map(&ctx, &r) == NULL, "map: no ring offered: none used");
+	tap_ok(mrv_ring_map(&ctx, &r) == NULL, "map: no ring offered: none used");
 	r.comp_mask = METAROCE_CQ_RING;
 	bad = r;
 	bad.slots = 0;
 	errno = 0;
-	tap_ok(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
+	tap_ok(mrv_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
 	       "map: 0 slots: EPROTO");
 	bad.slots = 12;
-	tap_ok(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
+	tap_ok(mrv_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
 	       "map: 12 slots (not a power of two): EPROTO");
 	bad = r;
 	bad.mmap_size -= 1;
-	tap_ok(mr_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
+	tap_ok(mrv_ring_map(&ctx, &bad) == MAP_FAILED && errno == EPROTO,
 	       "map: a mapping too small for its slots: EPROTO");
 	errno = 0;
-	tap_ok(mr_ring_map(&ctx, &r) == MAP_FAILED && errno == EBADF,
+	tap_ok(mrv_ring_map(&ctx, &r) == MAP_FAILED && errno == EBADF,
 	       "map: a good response is mapped from the command file");
 }
 

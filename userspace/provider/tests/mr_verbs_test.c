@@ -52,7 +52,7 @@ static struct ibv_device *find_device(struct ibv_device **list,
 
 static const char *provider_of(struct ibv_device *dev)
 {
-	return mr_verbs_device(dev)->ops->name;
+	return mrv_verbs_device(dev)->ops->name;
 }
 
 static int test_owner(const char *name, const char *provider)

@@ -58,11 +58,11 @@ struct op_mirror {
  */
 static const struct op_mirror mirrors[] = {
 	VCTX(advise_mr),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	VCTX(alloc_buf),
 #endif
 	VCTX(alloc_dm),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	VCTX(alloc_dmah),
 #endif
 	CTX(alloc_mw), VCTX(alloc_null_mr),
@@ -70,7 +70,7 @@ static const struct op_mirror mirrors[] = {
 	COMPAT(async_event), VCTX(attach_counters_point_flow),
 	COMPAT(attach_mcast), CTX(bind_mw), VCTX(close_xrcd),
 	COMPAT(cq_event), COMPAT(create_ah),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	PRIV(create_comp_cntr),
 #endif
 	VCTX(create_counters),
@@ -78,12 +78,12 @@ static const struct op_mirror mirrors[] = {
 	VCTX_AS(ibv_create_flow, create_flow), VCTX(create_flow_action_esp),
 	COMPAT(create_qp), VCTX(create_qp_ex), VCTX(create_rwq_ind_table),
 	COMPAT(create_srq), VCTX(create_srq_ex), VCTX(create_wq),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	VCTX(dealloc_dmah),
 #endif
 	CTX(dealloc_mw), COMPAT(dealloc_pd), VCTX(dealloc_td),
 	COMPAT(dereg_mr), COMPAT(destroy_ah),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	PRIV(destroy_comp_cntr),
 #endif
 	VCTX(destroy_counters),
@@ -91,53 +91,53 @@ static const struct op_mirror mirrors[] = {
 	VCTX(destroy_flow_action), COMPAT(destroy_qp),
 	VCTX(destroy_rwq_ind_table), COMPAT(destroy_srq), VCTX(destroy_wq),
 	COMPAT(detach_mcast),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	VCTX(dm_export_dmabuf_fd), VCTX(free_buf),
 #endif
 	PRIV(free_context), VCTX(free_dm),
 	VCTX(get_srq_num), PRIV(import_dm), PRIV(import_mr), PRIV(import_pd),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	PRIV(inc_comp_cntr), PRIV(inc_err_comp_cntr),
 #endif
 	VCTX(modify_cq), VCTX(modify_flow_action_esp), COMPAT(modify_qp),
 	VCTX(modify_qp_rate_limit), COMPAT(modify_srq), VCTX(modify_wq),
 	VCTX(open_qp), VCTX(open_xrcd), CTX(poll_cq), CTX(post_recv),
 	CTX(post_send), VCTX(post_srq_ops), CTX(post_srq_recv),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	PRIV(qp_attach_comp_cntr), PRIV(query_comp_cntr_caps),
 #endif
 	VCTX(query_device_ex), PRIV(query_ece), PRIV(query_port),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	PRIV(query_port_speed),
 #endif
 	COMPAT(query_qp), PRIV(query_qp_data_in_order), VCTX(query_rt_values),
 	COMPAT(query_srq),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	PRIV(read_comp_cntr),
 #endif
 	VCTX(read_counters),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	PRIV(read_err_comp_cntr),
 #endif
 	VCTX(reg_dm_mr),
 	PRIV(reg_dmabuf_mr), COMPAT(reg_mr),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	VCTX(reg_mr_ex),
 #endif
 	CTX(req_notify_cq),
 	COMPAT(rereg_mr), COMPAT(resize_cq),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	PRIV(set_comp_cntr),
 #endif
 	PRIV(set_ece),
-#if MR_PABI_GEN >= 65
+#if MRV_PABI_GEN >= 65
 	PRIV(set_err_comp_cntr),
 #endif
 	PRIV(unimport_dm), PRIV(unimport_mr), PRIV(unimport_pd),
 };
 
 #define NUM_MIRRORS (sizeof(mirrors) / sizeof(mirrors[0]))
-#define NUM_OPS MR_PABI_NUM_CONTEXT_OPS
+#define NUM_OPS MRV_PABI_NUM_CONTEXT_OPS
 
 /* The table above covers every slot of our verbs_context_ops exactly once. */
 static int mirrors_cover_ops(void)
@@ -318,7 +318,7 @@ static int probe_dereg_mr(struct verbs_mr *vmr)
 
 static void check_mr(struct verbs_context *vctx)
 {
-	static const struct verbs_context_ops mr_ops = {
+	static const struct verbs_context_ops mrv_ops = {
 		.dereg_mr = probe_dereg_mr,
 		.rereg_mr = probe_rereg_mr,
 	};
@@ -328,7 +328,7 @@ static void check_mr(struct verbs_context *vctx)
 	pm = malloc(sizeof(*pm));
 	if (!pm)
 		tap_bail("out of memory");
-	verbs_set_ops(vctx, &mr_ops);
+	verbs_set_ops(vctx, &mrv_ops);
 
 	/*
 	 * ibv_rereg_mr() refuses anything but an IBV_MR_TYPE_MR before

@@ -158,7 +158,7 @@ int ibv_cmd_destroy_qp(struct ibv_qp *qp)
 	return ENOSYS;
 }
 
-void mr_layout_warn(struct ibv_context *ibctx, const char *what)
+void mrv_layout_warn(struct ibv_context *ibctx, const char *what)
 {
 }
 
@@ -171,7 +171,7 @@ static uint8_t mem[1 << 16];
 
 static struct mrv_qp *make_qp(enum ibv_qp_type type, uint64_t send_ops)
 {
-	struct mrv_qp *qp = mr_qp_alloc();
+	struct mrv_qp *qp = mrv_qp_alloc();
 
 	if (!qp)
 		abort();
@@ -183,7 +183,7 @@ static struct mrv_qp *make_qp(enum ibv_qp_type type, uint64_t send_ops)
 	qp->max_inline = 64;
 	if (send_ops) {
 		qp->send_ops_flags = send_ops;
-		mr_init_qp_ex_ops(&qp->vqp.qp_ex);
+		mrv_init_qp_ex_ops(&qp->vqp.qp_ex);
 		qp->vqp.comp_mask = VERBS_QP_EX;
 	}
 	return qp;
@@ -229,7 +229,7 @@ static void test_post_send(void)
 
 	make_sends(wr, 100);
 	k_reset();
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(!ret && k.calls == 4 && k.per_call[0] == 32 &&
 	       k.per_call[3] == 4 && ids_in_order(100),
 	       "100 sends go in 4 commands (32 + 32 + 32 + 4), in order (%d, %u calls)",
@@ -244,7 +244,7 @@ static void test_post_send(void)
 	wr[40].num_sge = 3;
 	k_reset();
 	bad = NULL;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == &wr[40] && ids_in_order(40),
 	       "WR 40 with 3 SGEs of 2: EINVAL, bad_wr is it, 0..39 posted (%d, %u posted)",
 	       ret, k.n);
@@ -252,21 +252,21 @@ static void test_post_send(void)
 	make_sends(wr, 50);
 	wr[7].num_sge = -1;
 	k_reset();
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == &wr[7] && ids_in_order(7),
 	       "WR 7 with -1 SGEs: EINVAL, bad_wr is it (%d)", ret);
 
 	make_sends(wr, 50);
 	wr[0].sg_list = NULL;
 	k_reset();
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == &wr[0] && k.calls == 0,
 	       "WR 0 with SGEs but no sg_list: EINVAL, nothing sent (%d)", ret);
 
 	make_sends(wr, 50);
 	k_reset();
 	k.refuse_at = 35;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == ENOMEM && bad == &wr[35] && ids_in_order(35),
 	       "the kernel refuses WR 35: its error, bad_wr is WR 35, 0..34 posted (%d)",
 	       ret);
@@ -275,14 +275,14 @@ static void test_post_send(void)
 	k_reset();
 	k.refuse_at = 32;
 	k.refuse_err = EINVAL;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == &wr[32] && ids_in_order(32) &&
 	       k.calls == 2,
 	       "the kernel refuses the first WR of the second command: bad_wr is WR 32 (%d)",
 	       ret);
 
 	k_reset();
-	ret = mr_post_send(&qp->vqp.qp, NULL, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, NULL, &bad);
 	tap_ok(!ret && !k.calls, "an empty list: nothing to do");
 	free(qp);
 
@@ -291,13 +291,13 @@ static void test_post_send(void)
 	make_sends(wr, 3);
 	wr[1].wr.ud.ah = NULL;
 	k_reset();
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == &wr[1] && ids_in_order(1),
 	       "UD: a WR without an AH: EINVAL, bad_wr is it (%d)", ret);
 	make_sends(wr, 3);
 	wr[2].wr.ud.ah = &other_ah;
 	k_reset();
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == &wr[2] && ids_in_order(2),
 	       "UD: an AH of another context: EINVAL, bad_wr is it (%d)", ret);
 	free(qp);
@@ -320,7 +320,7 @@ static void test_post_recv(void)
 			.num_sge = 2,
 		};
 	k_reset();
-	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, wr, &bad);
 	for (i = 0; i < k.nrecv; i++)
 		order &= k.recv_ids[i] == i;
 	tap_ok(!ret && k.calls == 3 && k.nrecv == 70 && order,
@@ -328,7 +328,7 @@ static void test_post_recv(void)
 
 	wr[65].num_sge = 3;
 	k_reset();
-	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == &wr[65] && k.nrecv == 65,
 	       "receive 65 with 3 SGEs of 2: EINVAL, bad_wr is it, 65 posted (%d, %u)",
 	       ret, k.nrecv);
@@ -336,18 +336,18 @@ static void test_post_recv(void)
 
 	k_reset();
 	k.refuse_at = 10;
-	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == ENOMEM && bad == &wr[10] && k.nrecv == 10,
 	       "the kernel refuses receive 10: bad_wr is it (%d)", ret);
 
 	qp->vqp.qp.srq = &srq;
 	k_reset();
-	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == &wr[0] && !k.calls,
 	       "a QP with an SRQ takes no receives (%d)", ret);
 
 	k_reset();
-	ret = mr_post_recv_list(fake_post_recv, NULL, 1, wr, &bad);
+	ret = mrv_post_recv_list(fake_post_recv, NULL, 1, wr, &bad);
 	tap_ok(ret == EINVAL && bad == &wr[0] && !k.calls,
 	       "the SRQ path checks against the SRQ's max_sge (%d)", ret);
 	free(qp);
@@ -519,7 +519,7 @@ static void test_wr_api(void)
 	tap_ok(ret == ENOMEM && k.n == 2,
 	       "the kernel refuses WR 2 of 4: wr_complete returns its error (%d)",
 	       ret);
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 
 	qp = make_qp(IBV_QPT_UD, IBV_QP_EX_WITH_SEND);
 	qpx = &qp->vqp.qp_ex;
@@ -540,7 +540,7 @@ static void test_wr_api(void)
 	ret = ibv_wr_complete(qpx);
 	tap_ok(ret == EINVAL && !k.calls,
 	       "UD: a send without wr_set_ud_addr: EINVAL (%d)", ret);
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 }
 
 /* --- the send ring -------------------------------------------------------- */
@@ -586,8 +586,8 @@ static void test_ring_post(void)
 
 	k_reset();
 	make_sends(wr, 5);
-	qp->sq_last_post = mr_now_ns();	/* back to back: no pause */
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	qp->sq_last_post = mrv_now_ns();	/* back to back: no pause */
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	for (i = 0; i < 5; i++) {
 		w = slot_of(qp, i);
 		sge = (const void *)(w + 1);
@@ -601,8 +601,8 @@ static void test_ring_post(void)
 
 	qp->sq_ring->flags = METAROCE_SQ_NEED_WAKEUP;
 	make_sends(wr, 3);
-	qp->sq_last_post = mr_now_ns();
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	qp->sq_last_post = mrv_now_ns();
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(!ret && k.calls == 1 && k.per_call[0] == 0 &&
 	       qp->sq_ring->producer == 8,
 	       "ring: the kernel asks for a wakeup: one doorbell, with no work request");
@@ -613,14 +613,14 @@ static void test_ring_post(void)
 	 * is outstanding, else none.
 	 */
 	make_sends(wr, 1);
-	qp->sq_gap = 2 * MR_RING_PAUSE_NS;
-	qp->sq_last_post = mr_now_ns() - 2 * MR_RING_PAUSE_NS;
-	mr_post_send(&qp->vqp.qp, wr, &bad);
+	qp->sq_gap = 2 * MRV_RING_PAUSE_NS;
+	qp->sq_last_post = mrv_now_ns() - 2 * MRV_RING_PAUSE_NS;
+	mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(k.calls == 1, "ring: 8 outstanding, a slow poster: no doorbell (%u)",
 	       k.calls - 1);
 	qp->sq_ring->retired = qp->sq_ring->producer;
-	qp->sq_last_post = mr_now_ns() - 2 * MR_RING_PAUSE_NS;
-	mr_post_send(&qp->vqp.qp, wr, &bad);
+	qp->sq_last_post = mrv_now_ns() - 2 * MRV_RING_PAUSE_NS;
+	mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(k.calls == 2, "ring: none outstanding, a slow poster: a doorbell (%u)",
 	       k.calls - 1);
 	qp->sq_gap = 0;
@@ -629,13 +629,13 @@ static void test_ring_post(void)
 	/* Full: max_send_wr (64) outstanding. */
 	make_sends(wr, 60);
 	bad = NULL;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == ENOMEM && bad == &wr[54] && qp->sq_ring->producer == 64,
 	       "ring: 64 outstanding, the 55th of 60 gets ENOMEM (%d, bad %ld)",
 	       ret, bad ? (long)(bad - wr) : -1L);
 	qp->sq_ring->retired = 10;
 	make_sends(wr, 10);
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(!ret && qp->sq_ring->producer == 74 && slot_of(qp, 73)->wr_id == 9,
 	       "ring: 10 retired, 10 more fit");
 
@@ -644,27 +644,27 @@ static void test_ring_post(void)
 	make_sends(wr, 3);
 	wr[1].num_sge = 3;
 	bad = NULL;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == &wr[1] && qp->sq_ring->producer == 75,
 	       "ring: 3 SGEs over max_send_sge 2: EINVAL, the one before posted");
 	make_sends(wr, 1);
 	wr[0].opcode = IBV_WR_LOCAL_INV;
-	tap_ok(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL && bad == wr,
+	tap_ok(mrv_post_send(&qp->vqp.qp, wr, &bad) == EINVAL && bad == wr,
 	       "ring: LOCAL_INV (not taken from userspace): EINVAL");
 	wr[0].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 	wr[0].wr.atomic.remote_addr = 0x1000;
-	tap_ok(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
+	tap_ok(mrv_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
 	       "ring: an atomic of 1 byte: EINVAL");
 	sges[0].length = 8;
 	wr[0].wr.atomic.remote_addr = 0x1004;
-	tap_ok(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
+	tap_ok(mrv_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
 	       "ring: an atomic at a misaligned address: EINVAL");
 	wr[0].wr.atomic.remote_addr = 0x1008;
 	wr[0].wr.atomic.rkey = 0x55;
 	wr[0].wr.atomic.compare_add = 3;
 	wr[0].wr.atomic.swap = 4;
 	wr[0].opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	w = slot_of(qp, 75);
 	tap_ok(!ret && w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP &&
 	       w->remote_addr == 0x1008 && w->rkey == 0x55 &&
@@ -681,7 +681,7 @@ static void test_ring_post(void)
 	wr[0].imm_data = htobe32(0xabcd);
 	wr[0].wr.rdma.remote_addr = 0x7000;
 	wr[0].wr.rdma.rkey = 0x99;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	w = slot_of(qp, 76);
 	tap_ok(!ret && w->inline_len == 16 && w->num_sge == 0 &&
 	       !memcmp(w + 1, "0123456789abcdef", 16) &&
@@ -690,13 +690,13 @@ static void test_ring_post(void)
 	       w->send_flags == (IBV_SEND_INLINE | IBV_SEND_SIGNALED),
 	       "ring: inline RDMA WRITE with immediate: data and fields, no IP_CSUM");
 	sges[0].length = 65;
-	tap_ok(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
+	tap_ok(mrv_post_send(&qp->vqp.qp, wr, &bad) == EINVAL,
 	       "ring: 65 inline bytes over max_inline 64: EINVAL");
 
 	make_sends(wr, 1);
 	wr[0].opcode = IBV_WR_SEND_WITH_INV;
 	wr[0].invalidate_rkey = 0x1234;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(!ret && slot_of(qp, 77)->imm == 0x1234,
 	       "ring: SEND with invalidate carries the rkey");
 
@@ -704,28 +704,28 @@ static void test_ring_post(void)
 	qp->state = IBV_QPS_INIT;
 	make_sends(wr, 1);
 	bad = NULL;
-	tap_ok(mr_post_send(&qp->vqp.qp, wr, &bad) == EINVAL && bad == wr &&
+	tap_ok(mrv_post_send(&qp->vqp.qp, wr, &bad) == EINVAL && bad == wr &&
 	       qp->sq_ring->producer == 78,
 	       "ring: posting in INIT: EINVAL, nothing written");
 	qp->state = IBV_QPS_ERR;
-	tap_ok(!mr_post_send(&qp->vqp.qp, wr, &bad) &&
+	tap_ok(!mrv_post_send(&qp->vqp.qp, wr, &bad) &&
 	       qp->sq_ring->producer == 79,
 	       "ring: posting in ERR is accepted (the kernel flushes it)");
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 
 	/* Indices that wrap around 2^32. */
 	qp = make_ring_qp(UINT32_MAX - 20);
 	k_reset();
 	for (i = 0; i < 10 && ok; i++) {
 		make_sends(wr, 50);
-		qp->sq_last_post = mr_now_ns();
-		ok &= !mr_post_send(&qp->vqp.qp, wr, &bad);
+		qp->sq_last_post = mrv_now_ns();
+		ok &= !mrv_post_send(&qp->vqp.qp, wr, &bad);
 		qp->sq_ring->retired = qp->sq_ring->producer;
 	}
 	tap_ok(ok && qp->sq_ring->producer == (uint32_t)(UINT32_MAX - 20 + 500) &&
 	       slot_of(qp, qp->sq_ring->producer - 1)->wr_id == 49 && !k.calls,
 	       "ring: 500 work requests across 2^32, in their slots");
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 }
 
 static void test_ud_ring(void)
@@ -746,8 +746,8 @@ static void test_ud_ring(void)
 	wr[0].wr.ud.ah = &mah.ibv_ah;
 	wr[0].wr.ud.remote_qpn = 0x4242;
 	wr[0].wr.ud.remote_qkey = 0x11111111;
-	qp->sq_last_post = mr_now_ns();
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	qp->sq_last_post = mrv_now_ns();
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	w = slot_of(qp, 5);
 	tap_ok(!ret && qp->sq_ring->producer == 6 && w->ud.ahn == 77 &&
 	       w->ud.remote_qpn == 0x4242 && w->ud.remote_qkey == 0x11111111 &&
@@ -756,28 +756,28 @@ static void test_ud_ring(void)
 	       "UD ring: a send names its AH by number, the QP and the Q_Key");
 
 	wr[0].wr.ud.ah = &oah.ibv_ah;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == wr && qp->sq_ring->producer == 6,
 	       "UD ring: an AH of another context: EINVAL");
 	wr[0].wr.ud.ah = NULL;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && qp->sq_ring->producer == 6,
 	       "UD ring: no AH: EINVAL");
 	wr[0].wr.ud.ah = &mah.ibv_ah;
 	wr[0].opcode = IBV_WR_RDMA_WRITE;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && qp->sq_ring->producer == 6,
 	       "UD ring: an RDMA write: EINVAL");
 	wr[0].opcode = IBV_WR_SEND;
 	sges[0].length = 1025;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && qp->sq_ring->producer == 6,
 	       "UD ring: a datagram longer than the MTU: EINVAL");
 	sges[0].length = 1024;
-	ret = mr_post_send(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_send(&qp->vqp.qp, wr, &bad);
 	tap_ok(!ret && qp->sq_ring->producer == 7,
 	       "UD ring: one of the MTU exactly is posted");
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 }
 
 static void test_old_kernel(void)
@@ -794,30 +794,30 @@ static void test_old_kernel(void)
 
 	k_creates = 0;
 	k_unknown_rings = METAROCE_QP_ONE_MAP;
-	qp = mr_create_qp(&pd, &ia);
+	qp = mrv_create_qp(&pd, &ia);
 	tap_ok(qp && k_creates == 2 &&
 	       k_masks[0] == (METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING |
 			   METAROCE_QP_ONE_MAP) &&
 	       k_masks[1] == (METAROCE_QP_SQ_RING | METAROCE_QP_RQ_RING),
 	       "a kernel without one mapping for both rings: asked again for two");
 	if (qp)
-		mr_qp_free(to_mr_qp(qp));
+		mrv_qp_free(to_mrv_qp(qp));
 	k_creates = 0;
 	k_unknown_rings = METAROCE_QP_RQ_RING | METAROCE_QP_ONE_MAP;
-	qp = mr_create_qp(&pd, &ia);
+	qp = mrv_create_qp(&pd, &ia);
 	tap_ok(qp && k_creates == 3 &&
-	       k_masks[2] == METAROCE_QP_SQ_RING && !to_mr_qp(qp)->rq.ring,
+	       k_masks[2] == METAROCE_QP_SQ_RING && !to_mrv_qp(qp)->rq.ring,
 	       "a kernel without receive rings: asked again for the send ring only");
 	if (qp)
-		mr_qp_free(to_mr_qp(qp));
+		mrv_qp_free(to_mrv_qp(qp));
 	k_creates = 0;
 	k_unknown_rings = METAROCE_QP_RQ_RING | METAROCE_QP_SQ_RING |
 			  METAROCE_QP_ONE_MAP;
-	qp = mr_create_qp(&pd, &ia);
+	qp = mrv_create_qp(&pd, &ia);
 	tap_ok(qp && k_creates == 4 && k_masks[3] == 0,
 	       "a kernel without rings: asked again for none (commands)");
 	if (qp)
-		mr_qp_free(to_mr_qp(qp));
+		mrv_qp_free(to_mrv_qp(qp));
 	k_unknown_rings = 0;
 }
 
@@ -834,26 +834,26 @@ static void test_ring_setup(void)
 	struct ibv_qp_cap cap = { .max_recv_wr = 16, .max_recv_sge = 2 };
 
 	r.comp_mask = 0;
-	tap_ok(!mr_qp_setup_ring(&c, qp, &r, &cap) && !qp->sq_ring && !qp->rq.ring,
+	tap_ok(!mrv_qp_setup_ring(&c, qp, &r, &cap) && !qp->sq_ring && !qp->rq.ring,
 	       "setup: no ring offered: posting takes commands");
 	r.comp_mask = METAROCE_QP_SQ_RING;
 	bad = r;
 	bad.sq_slots = 32;
-	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	       "setup: fewer slots than max_send_wr: EPROTO");
 	bad = r;
 	bad.sq_slots = 96;
-	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	       "setup: slots not a power of two: EPROTO");
 	bad = r;
 	bad.sq_stride = 64 + 32;
-	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	       "setup: a slot too small for 64 inline bytes: EPROTO");
 	bad = r;
 	bad.sq_mmap_size -= 8;
-	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	       "setup: a mapping too small for its slots: EPROTO");
-	tap_ok(mr_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->sq_ring,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->sq_ring,
 	       "setup: a good response is mapped from the command file");
 
 	r.comp_mask = METAROCE_QP_RQ_RING;
@@ -863,19 +863,19 @@ static void test_ring_setup(void)
 	r.rq_mmap_size = METAROCE_RQ_RING_ENTRIES + 16 * r.rq_stride;
 	bad = r;
 	bad.rq_slots = 8;
-	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
 	       "setup: a receive ring with fewer slots than max_recv_wr: EPROTO");
 	bad = r;
 	bad.rq_stride -= 8;
-	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
 	       "setup: a receive slot too small for 2 SGEs: EPROTO");
 	bad = r;
 	bad.rq_mmap_size -= 8;
-	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO && !qp->rq.ring,
 	       "setup: a receive mapping too small for its slots: EPROTO");
-	tap_ok(mr_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->rq.ring,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &r, &cap) == EBADF && !qp->rq.ring,
 	       "setup: a good receive ring is mapped from the command file");
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 }
 
 /* Both rings in one mapping (METAROCE_QP_ONE_MAP), from a real file. */
@@ -904,32 +904,32 @@ static void test_ring_one_map(void)
 	r.rq_mmap_size = r.sq_mmap_size;
 	qp = make_qp(IBV_QPT_RC, 0);
 	qp->max_send_wr = 16;
-	tap_ok(!mr_qp_setup_ring(&c, qp, &r, &cap) && qp->sq_ring &&
+	tap_ok(!mrv_qp_setup_ring(&c, qp, &r, &cap) && qp->sq_ring &&
 	       (uint8_t *)qp->rq.ring == (uint8_t *)qp->sq_ring + r.rq_ring_offset &&
 	       !qp->rq.size && qp->rq.slots == 16,
 	       "one map: the receive ring at rq_ring_offset of the send ring's mapping, not mapped again");
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 	bad = r;
 	bad.rq_ring_offset -= 64;
 	qp = make_qp(IBV_QPT_RC, 0);
 	qp->max_send_wr = 16;
-	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	       "one map: a receive ring over the send ring's slots: EPROTO");
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 	bad = r;
 	bad.rq_ring_offset += 8;
 	qp = make_qp(IBV_QPT_RC, 0);
 	qp->max_send_wr = 16;
-	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	       "one map: an offset that is not a multiple of 64: EPROTO");
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 	bad = r;
 	bad.rq_ring_offset = 4096 - METAROCE_RQ_RING_ENTRIES;
 	qp = make_qp(IBV_QPT_RC, 0);
 	qp->max_send_wr = 16;
-	tap_ok(mr_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
+	tap_ok(mrv_qp_setup_ring(&c, qp, &bad, &cap) == EPROTO,
 	       "one map: a receive ring that does not fit in the mapping: EPROTO");
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 	close(fd);
 }
 
@@ -982,13 +982,13 @@ static void test_rq_ring(void)
 		};
 	k_reset();
 	qp->state = IBV_QPS_RESET;
-	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, wr, &bad);
 	tap_ok(ret == EINVAL && bad == wr && qp->rq.ring->producer == start,
 	       "receive ring: posting in RESET: EINVAL, nothing written");
 
 	qp->state = IBV_QPS_INIT;
 	wr[3].next = NULL;
-	ret = mr_post_recv(&qp->vqp.qp, wr, &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, wr, &bad);
 	for (i = 0; i < 4; i++) {
 		const struct metaroce_rwqe *w = rslot(qp, start + i);
 		int j;
@@ -1006,18 +1006,18 @@ static void test_rq_ring(void)
 
 	wr[3].next = &wr[4];
 	wr[5].num_sge = 3;
-	ret = mr_post_recv(&qp->vqp.qp, &wr[4], &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, &wr[4], &bad);
 	tap_ok(ret == EINVAL && bad == &wr[5] && qp->rq.ring->producer == start + 5,
 	       "receive ring: 3 SGEs of 2: EINVAL, bad_wr is it, the one before posted");
 	wr[5].num_sge = 2;
 
-	ret = mr_post_recv(&qp->vqp.qp, &wr[5], &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, &wr[5], &bad);
 	tap_ok(ret == ENOMEM && bad == &wr[6] &&
 	       qp->rq.ring->producer == start + 6 && !k.calls,
 	       "receive ring: full at max_recv_wr (6): ENOMEM, bad_wr the 7th");
 
 	qp->rq.ring->consumer = start + 2;
-	ret = mr_post_recv(&qp->vqp.qp, &wr[6], &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, &wr[6], &bad);
 	tap_ok(ret == ENOMEM && bad == &wr[8] && qp->rq.ring->producer == start + 8,
 	       "receive ring: 2 completed, 2 more fit");
 
@@ -1025,17 +1025,17 @@ static void test_rq_ring(void)
 	qp->rq.ring->flags = METAROCE_RQ_NEED_WAKEUP;
 	qp->state = IBV_QPS_ERR;
 	wr[8].next = NULL;
-	ret = mr_post_recv(&qp->vqp.qp, &wr[8], &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, &wr[8], &bad);
 	tap_ok(!ret && k.calls == 1 && !k.nrecv &&
 	       qp->rq.ring->producer == start + 9,
 	       "receive ring: the kernel asks (error state): one doorbell, no work request in it");
 
 	qp->rq.ring->flags = 0;
 	qp->state = IBV_QPS_RTS;
-	ret = mr_post_recv(&qp->vqp.qp, &wr[9], &bad);
+	ret = mrv_post_recv(&qp->vqp.qp, &wr[9], &bad);
 	tap_ok(!ret && k.calls == 1 && qp->rq.ring->producer == start + 10,
 	       "receive ring: without the flag, no doorbell");
-	mr_qp_free(qp);
+	mrv_qp_free(qp);
 }
 
 int main(void)

@@ -316,8 +316,8 @@ int main(int argc, char **argv)
 	open_side(&b, argv[2]);
 	make_pair(&fz, &a, &b);
 	make_pair(&ok, &a, &b);
-	if (!to_mr_qp(fz.qa)->sq_ring || !to_mr_qp(fz.qa)->rq.ring ||
-	    !to_mr_cq(fz.cqa)->ring)
+	if (!to_mrv_qp(fz.qa)->sq_ring || !to_mrv_qp(fz.qa)->rq.ring ||
+	    !to_mrv_cq(fz.cqa)->ring)
 		tap_bail("no send, receive or CQ ring: nothing to fuzz");
 
 	tap_ok(pair_works(&ok, &a, &b), "before: the other pair carries data");
@@ -331,7 +331,7 @@ int main(int argc, char **argv)
 			posted++;
 		/* Half the rounds: some traffic between the scribbles. */
 		if (rnd() % 2)
-			scribble(to_mr_qp(fz.qa), to_mr_cq(fz.cqa), &a, &b,
+			scribble(to_mrv_qp(fz.qa), to_mrv_cq(fz.cqa), &a, &b,
 				 &doorbells);
 		/* SENDs into A's receive ring, some with a real receive. */
 		if (rnd() % 4 == 0) {
