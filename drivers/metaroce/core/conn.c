@@ -762,7 +762,6 @@ static void mr_send_acks(struct mr_conn *c, u64 now)
 {
 	/* In the connection, not on the stack: kernel stacks are small. */
 	struct mr_ack *ack = &c->ack_scratch;
-	struct mr_hdr h;
 	u32 i;
 	int more;
 
@@ -802,33 +801,9 @@ static void mr_send_acks(struct mr_conn *c, u64 now)
 			mr_qp_fill_ack_block(qp, &ack->qp[ack->nqp++]);
 		}
 		more = !mr_list_empty(&c->dirty);
-
-		memset(&h, 0, sizeof(h));
-		h.opcode = MR_OP_ACK;
-		h.epoch = c->epoch;
-		h.tsval = (u32)now;
-		{
-			u8 buf[MR_ACK_MAX_LEN];
-			struct mr_txpkt pkt;
-			int len = mr_wire_encode_ack(buf, sizeof(buf), &h, ack);
-			int path = mr_ctrl_path(c);
-
-			if (len < 0)
-				return;
-			memset(&pkt, 0, sizeof(pkt));
-			pkt.hdr = buf;
-			pkt.hlen = (u32)len;
-			pkt.kind = MR_TX_CTRL;
-			pkt.ctrl = 1;
-			pkt.path = (u8)path;
-			pkt.sport = c->path[path].sport;
-			if (c->ops->xmit(c->env, c, &pkt))
-				return;
-			mr_stat(c, MR_ST_TX_PKTS, 1);
-			mr_stat(c, MR_ST_TX_BYTES, (u64)len);
-			mr_stat(c, MR_ST_TX_ACKS, 1);
-			c->hint_sent = ack->rate_hint;
-		}
+		if (mr_conn_send_ack(c, ack, now))
+			return;
+		c->hint_sent = ack->rate_hint;
 	} while (more);
 }
 

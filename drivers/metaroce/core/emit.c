@@ -7,7 +7,7 @@
  * (mr_env_ops.xmit), and a sequenced packet takes its slot in its path's
  * window. Control packets (probes, ACK_REQs, RESETs) come through
  * mr_conn_send_ctrl(), which rotates them over the usable paths when the
- * caller names none.
+ * caller names none, ACKs through mr_conn_send_ack().
  *
  * Below the paths (path.c sends its probes here), the QPs (msg.c, its
  * ACK_REQs) and the connection; calls no file of the engine but the codec
@@ -32,6 +32,24 @@ static void mr_path_sent(struct mr_conn *c, u32 id, u32 dsn, u32 wire_len,
 	c->inflight += wire_len;
 	p->tx_pkts++;
 	p->tx_bytes += wire_len;
+}
+
+/*
+ * Hand an encoded packet to the environment on @path and count it. Returns
+ * the environment's verdict (0: sent).
+ */
+static int mr_emit_pkt(struct mr_conn *c, struct mr_txpkt *pkt, int path)
+{
+	int ret;
+
+	pkt->path = (u8)path;
+	pkt->sport = c->path[path].sport;
+	ret = c->ops->xmit(c->env, c, pkt);
+	if (ret)
+		return ret;
+	mr_stat(c, MR_ST_TX_PKTS, 1);
+	mr_stat(c, MR_ST_TX_BYTES, (u64)pkt->hlen + pkt->plen);
+	return 0;
 }
 
 /* Fill the base header fields the connection owns and send. */
@@ -68,15 +86,11 @@ int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
 		pkt.key = s->key;
 		pkt.offset = s->offset;
 	}
-	pkt.path = (u8)path;
-	pkt.sport = c->path[path].sport;
 	/* The announcement goes ahead of queued data (section 7.20). */
 	pkt.ctrl = !mr_op_sequenced(h->opcode) || mr_hdr_announces(h);
-	ret = c->ops->xmit(c->env, c, &pkt);
+	ret = mr_emit_pkt(c, &pkt, path);
 	if (ret)
 		return ret == MR_XMIT_GONE ? MR_XMIT_GONE : MR_XMIT_BUSY;
-	mr_stat(c, MR_ST_TX_PKTS, 1);
-	mr_stat(c, MR_ST_TX_BYTES, (u64)hlen + h->plen);
 	if (mr_op_sequenced(h->opcode))
 		mr_path_sent(c, (u32)path,
 			     mr_op_has_dsn(h->opcode) ? h->dsn : MR_DSN_NONE,
@@ -84,7 +98,6 @@ int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
 	return 0;
 }
 
-/* Path for an unsequenced packet: rotate over the usable paths. */
 /*
  * Control packets (ACKs above all) rotate over the usable paths. When the
  * environment tells routes apart, the next one also avoids the next hop
@@ -125,4 +138,33 @@ int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path, u64 now)
 	if (path < 0)
 		path = mr_ctrl_path(c);
 	return mr_conn_emit(c, h, path, NULL, now);
+}
+
+/*
+ * An ACK (protocol.rst, section 6.2) for the peer's epoch: on the next
+ * control path, ahead of queued data. Returns 0 when sent.
+ */
+int mr_conn_send_ack(struct mr_conn *c, const struct mr_ack *ack, u64 now)
+{
+	u8 buf[MR_ACK_MAX_LEN];
+	struct mr_txpkt pkt;
+	struct mr_hdr h;
+	int len;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = MR_OP_ACK;
+	h.epoch = c->epoch;
+	h.tsval = (u32)now;
+	len = mr_wire_encode_ack(buf, sizeof(buf), &h, ack);
+	if (len < 0)
+		return MR_XMIT_GONE;
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.hdr = buf;
+	pkt.hlen = (u32)len;
+	pkt.kind = MR_TX_CTRL;
+	pkt.ctrl = 1;
+	if (mr_emit_pkt(c, &pkt, mr_ctrl_path(c)))
+		return MR_XMIT_BUSY;
+	mr_stat(c, MR_ST_TX_ACKS, 1);
+	return 0;
 }

@@ -219,6 +219,8 @@ int mr_ctrl_path(struct mr_conn *c);
 /* A control packet (probe, ACK_REQ, RESET); @path < 0: mr_ctrl_path(). */
 int mr_conn_send_ctrl(struct mr_conn *c, struct mr_hdr *h, int path,
 		      u64 now);
+/* An ACK to the peer, on the next control path. */
+int mr_conn_send_ack(struct mr_conn *c, const struct mr_ack *ack, u64 now);
 
 /* segtab.c: @s was processed; free its entry and tell its QP. */
 void mr_seg_release(struct mr_conn *c, struct mr_seg *s, u64 now);

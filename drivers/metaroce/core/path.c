@@ -16,7 +16,6 @@
 #include "internal.h"
 
 #define MR_WEIGHT_MIN		(MR_WEIGHT_ONE / 32)
-#define MR_PROBE_LEN		(MR_BASE_HLEN + 28)	/* + IP/UDP, roughly */
 #define MR_PORT_TRIES		64	/* ports tried per pick with route_key */
 /* A path's RTO floor (set by a spurious timeout) halves this often. */
 #define MR_RTO_FLOOR_HALVE_NS	1000000000ull
