@@ -484,7 +484,7 @@ struct mr_ibqp {
 	/* attributes (query_qp) */
 	struct ib_qp_attr attr;
 	struct mr_addr addr;		/* RC: from the RTR address vector */
-	u8 tclass;
+	u8 tclass;			/* RC: its traffic class (DSCP << 2) */
 };
 
 static inline struct mr_ibqp *to_mr_ibqp(struct ib_qp *ibqp)

@@ -28,6 +28,7 @@
 #include <linux/random.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
+#include <net/inet_ecn.h>
 
 #include "metaroce.h"
 #include "trace.h"
@@ -111,13 +112,19 @@ static int mr_peer_xmit(void *env, struct mr_conn *c, const struct mr_txpkt *pkt
 		return MR_XMIT_GONE;
 	}
 	/*
-	 * ACKs, ACK_REQs, RESETs and announcements go in the control class:
-	 * their own DSCP, and TC_PRIO_CONTROL so that the host's queueing
-	 * discipline (a priority band, or a VLAN's egress map) can send them
-	 * ahead of data.
+	 * A QP's data and responses go in its traffic class (its address
+	 * vector's, as rdma_cm's ToS sets it), or the device's data class when
+	 * its DSCP is 0. ACKs, ACK_REQs, RESETs and announcements go in the
+	 * control class: their own DSCP, and TC_PRIO_CONTROL so that the
+	 * host's queueing discipline (a priority band, or a VLAN's egress
+	 * map) can send them ahead of data.
 	 */
 	if (!pkt->ctrl) {
-		tclass = READ_ONCE(peer->dev->tclass);
+		tclass = pkt->qp ?
+			READ_ONCE(mr_ibqp_of_eng(pkt->qp)->tclass) &
+			~INET_ECN_MASK : 0;
+		if (!tclass)
+			tclass = READ_ONCE(peer->dev->tclass);
 	} else {
 		tclass = READ_ONCE(peer->dev->ctrl_tclass);
 		skb->priority = TC_PRIO_CONTROL;

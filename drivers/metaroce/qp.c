@@ -706,7 +706,9 @@ int mr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	mr_store_attrs(qp, attr, mask);
 	if ((mask & IB_QP_AV) && mr_qp_is_rc(qp)) {
 		qp->addr = addr;
-		qp->tclass = rdma_ah_read_grh(&attr->ah_attr)->traffic_class;
+		/* Read by the data path of the QP's connection. */
+		WRITE_ONCE(qp->tclass,
+			   rdma_ah_read_grh(&attr->ah_attr)->traffic_class);
 	}
 
 	if (mask & IB_QP_STATE) {

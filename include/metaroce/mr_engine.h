@@ -251,7 +251,7 @@ struct mr_txpkt {
 	u32 offset;
 	u32 key;		/* MR_TX_RESP: rkey of the source */
 	u64 cookie;		/* REQ: work request; RESP: source address */
-	struct mr_qp *qp;
+	struct mr_qp *qp;	/* a QP's data segment (payload or not) */
 	u16 sport;		/* UDP source port (the path) */
 	u8 kind;		/* enum mr_tx_kind */
 	u8 path;

@@ -32,6 +32,10 @@
 #                   end: with dscp 10 and ctrl_dscp 48, A's data packets
 #                   carry DSCP 10 and B's ACKs DSCP 48; with both 0, B's
 #                   ACKs go out at TC_PRIO_CONTROL and A's data does not
+#   qp_tclass       the device's data DSCP 0, ctrl_dscp 48: an RC QP's
+#                   traffic class 40 (perftest --tclass, then rdma_cm's ToS
+#                   with -R -T) puts A's data packets in DSCP 10, while
+#                   B's ACKs stay in DSCP 48
 #   capability      writing a tunable takes CAP_NET_ADMIN, not only the
 #                   file's mode: root of a user namespace of its own
 #                   (unshare -U -r), and root without the capability
@@ -297,16 +301,20 @@ class_pkts() {
 		f && $1 == "Sent" { print $4; exit }'
 }
 
-# classes_run TAG: a 2 s ib_write_bw from A to B; prints the packets of each
-# class, A's sent then B's, as "a1 a2 a3 a4 b1 b2 b3 b4" (deltas).
+# classes_run TAG [ARGS...]: a 2 s ib_write_bw from A to B, ARGS given to
+# both ends (with -R, connected through rdma_cm); prints the packets of
+# each class, A's sent then B's, as "a1 a2 a3 a4 b1 b2 b3 b4" (deltas).
 classes_run() {
-	local before after c i
+	local tag=$1 before after c i ready=tcp
+	shift
+	[[ " $* " != *" -R "* ]] || ready=cm
 	before=()
 	for c in 1:1 1:2 1:3 1:4; do before+=("$(class_pkts "$MR_A_NS" "$MR_A_IF" "$c")"); done
 	for c in 1:1 1:2 1:3 1:4; do before+=("$(class_pkts "$MR_B_NS" "$MR_B_IF" "$c")"); done
-	MR_PAIR_TIMEOUT=60 mr_pair "dscp_$1" "tcp:$PORT" \
-		ib_write_bw -d "$MR_B_DEV" -x "$MR_B_GIDX" -p "$PORT" -s 65536 -D 2 -- \
-		ib_write_bw -d "$MR_A_DEV" -x "$MR_A_GIDX" -p "$PORT" -s 65536 -D 2 "$MR_B_IP" >&2
+	MR_PAIR_TIMEOUT=60 mr_pair "dscp_$tag" "$ready:$PORT" \
+		ib_write_bw -d "$MR_B_DEV" -x "$MR_B_GIDX" -p "$PORT" -s 65536 -D 2 "$@" -- \
+		ib_write_bw -d "$MR_A_DEV" -x "$MR_A_GIDX" -p "$PORT" -s 65536 -D 2 "$@" \
+		"$MR_B_IP" >&2
 	after=()
 	for c in 1:1 1:2 1:3 1:4; do after+=("$(class_pkts "$MR_A_NS" "$MR_A_IF" "$c")"); done
 	for c in 1:1 1:2 1:3 1:4; do after+=("$(class_pkts "$MR_B_NS" "$MR_B_IF" "$c")"); done
@@ -354,10 +362,37 @@ dscp() {
 }
 
 mr_run module_params module_params
+# A QP's own traffic class: its address vector's (perftest --tclass sets
+# the GRH's), or rdma_cm's ToS (perftest -R -T) for its data; the control
+# class stays the device's. The device's data DSCP is 0 throughout.
+qp_tclass() {
+	local d n how
+	for d in "$MR_A_DEV" "$MR_B_DEV"; do
+		mr_defer tun_set "$d" dscp "$(cat "$(tun "$d" dscp)")"
+		mr_defer tun_set "$d" ctrl_dscp "$(cat "$(tun "$d" ctrl_dscp)")"
+	done
+	classes_setup "$MR_A_NS" "$MR_A_IF"
+	classes_setup "$MR_B_NS" "$MR_B_IF"
+	set_dscp 0 48
+	for how in "--tclass=40" "-R -T 40"; do
+		# shellcheck disable=SC2086 # two words for "-R -T 40"
+		read -ra n < <(classes_run "qp_tclass" $how)
+		mr_log "packets per class, QP traffic class 40 ($how), device dscp 0 / ctrl_dscp 48 (A: CS6 AF11 prio7 other; B: same): ${n[*]}"
+		((n[1] >= 1000)) ||
+			mr_fail "$how: A sent ${n[1]} packets with DSCP 10, want >= 1000 data packets"
+		((n[3] <= n[1] / 10)) ||
+			mr_fail "$how: A sent ${n[3]} unmarked packets next to ${n[1]} in its QP's class"
+		((n[4] >= 100)) || mr_fail "$how: B sent ${n[4]} packets with DSCP 48, want >= 100 ACKs"
+		((n[5] <= n[4] / 10)) ||
+			mr_fail "$how: B sent ${n[5]} DSCP 10 packets next to ${n[4]} ACKs: ACKs in the QP's class"
+	done
+}
+
 mr_setup two_hosts mr_two_hosts
 mr_run defaults defaults
 mr_run invalid invalid
 mr_run live live
 mr_run dscp dscp
+mr_run qp_tclass qp_tclass
 mr_run capability capability
 mr_done

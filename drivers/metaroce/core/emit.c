@@ -79,9 +79,10 @@ int mr_conn_emit(struct mr_conn *c, struct mr_hdr *h, int path,
 	pkt.hdr = buf;
 	pkt.hlen = (u32)hlen;
 	pkt.plen = h->plen;
+	if (s)
+		pkt.qp = s->qp;
 	if (s && h->plen) {
 		pkt.kind = s->kind == MR_SEG_REQ ? MR_TX_REQ : MR_TX_RESP;
-		pkt.qp = s->qp;
 		pkt.cookie = s->cookie;
 		pkt.key = s->key;
 		pkt.offset = s->offset;
