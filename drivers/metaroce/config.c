@@ -25,13 +25,13 @@ MODULE_PARM_DESC(udp_port,
 #define MR_TUN_OFF_SHAPE(f)	offsetof(struct mr_conn_cfg, f)
 #define MR_TUN_OFF_DEV(f)	offsetof(struct mr_dev, f)
 #define MR_TUN_OFF_DSCP(f)	offsetof(struct mr_dev, f)
-#define MR_TUN_OFF_CAP(f)	offsetof(struct mr_fs_dev, f)
+#define MR_TUN_OFF_CAP(f)	offsetof(struct mr_dev, f)
 /* Each tunable's field is as wide as its kind says. */
 #define MR_TUN_WIDTH_CFG(f)	(sizeof_field(struct mr_conn_cfg, f) == 4)
 #define MR_TUN_WIDTH_SHAPE(f)	(sizeof_field(struct mr_conn_cfg, f) == 4)
 #define MR_TUN_WIDTH_DEV(f)	(sizeof_field(struct mr_dev, f) == 4)
 #define MR_TUN_WIDTH_DSCP(f)	(sizeof_field(struct mr_dev, f) == 1)
-#define MR_TUN_WIDTH_CAP(f)	(sizeof_field(struct mr_fs_dev, f) == 4)
+#define MR_TUN_WIDTH_CAP(f)	(sizeof_field(struct mr_dev, f) == 4)
 
 #define MR_TUNABLE(_name, _def, _kind, _field, _unit, _min, _max)	\
 	[MR_TUN_##_name] = {						\
@@ -92,7 +92,7 @@ MR_TUNABLE_PARAM(pacing, "Pace at the receiver's rate hint, 0 or 1");
 MR_TUNABLE_PARAM(announce,
 		 "Announce a connection to the receiver's fair share, 0 or 1");
 MR_TUNABLE_PARAM(rx_capacity_mbps,
-		 "Receive capacity the fair share divides among senders, Mbit/s");
+		 "Receive capacity the fair share divides among senders, Mbit/s (0: the link's speed)");
 MR_TUNABLE_PARAM(host_window,
 		 "Bytes a device's connections may have in flight together before none borrows past its own window, up to 1 GiB (0: no sharing)");
 MR_TUNABLE_PARAM(dscp, "DSCP of the packets that connections send, 0-63");
@@ -209,7 +209,10 @@ int mr_dev_config(struct mr_dev *dev)
 			*((u8 *)dev + t->off) = v << 2;
 			break;
 		case MR_TUN_CAP:
-			mr_fs_init(&dev->fs, v);
+			/* The link's speed is known from mr_port_update(). */
+			dev->rx_capacity = v;
+			dev->fs_capacity = v ?: METAROCE_DEFAULT_RX_MBPS;
+			mr_fs_init(&dev->fs, dev->fs_capacity);
 			break;
 		default:
 			break;

@@ -88,7 +88,7 @@ static int mr_peers_show(struct seq_file *m, void *unused)
 	spin_unlock_bh(&dev->fs_lock);
 	seq_printf(m, "fair share active %u level %u estimate %u capacity %u\n",
 		   active, READ_ONCE(dev->fs.level), READ_ONCE(dev->fs.estimate),
-		   READ_ONCE(dev->fs.capacity));
+		   READ_ONCE(dev->fs_capacity));
 	mutex_lock(&dev->peers_lock);
 	/* The peers against their limits (peer.c). */
 	seq_printf(m, "connections %u max %u memory %llu max_memory %llu evicted %llu refused %llu\n",

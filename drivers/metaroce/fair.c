@@ -4,7 +4,8 @@
  * the computation itself in core/fairshare.c): the set of active senders,
  * which peers join and leave, and the scratch a run of the share works in.
  * napi.c runs the share (mr_fs_tick()); peer.c makes room for a new peer
- * and takes a retired one out. Calls neither.
+ * and takes a retired one out; sysfs.c and port.c set its capacity.
+ * Calls none of them.
  */
 
 #include <linux/log2.h>
@@ -107,6 +108,24 @@ int mr_fair_init(struct mr_dev *dev)
 	INIT_LIST_HEAD(&dev->fs_active);
 	RCU_INIT_POINTER(dev->fs_scratch, s);
 	return 0;
+}
+
+/*
+ * The capacity the fair share divides: rx_capacity_mbps when it is set,
+ * else the netdev's link speed when its driver reports one, else
+ * METAROCE_DEFAULT_RX_MBPS. Called when either changes (sysfs.c, and
+ * port.c on the netdev's events); NAPI's next run of the share takes it
+ * up, its capacity estimate starting there.
+ */
+void mr_fs_capacity(struct mr_dev *dev)
+{
+	u32 cap = READ_ONCE(dev->rx_capacity);
+
+	if (!cap)
+		cap = READ_ONCE(dev->port.link_mbps);
+	if (!cap)
+		cap = METAROCE_DEFAULT_RX_MBPS;
+	WRITE_ONCE(dev->fs_capacity, cap);
 }
 
 /* Once every peer is gone and no poll runs the share. */

@@ -52,7 +52,10 @@
 /* Packets one engine transmission round may send before yielding. */
 #define MR_PEER_TX_BUDGET	64
 
-/* Receive capacity the fair share divides, until configured (Mbit/s). */
+/*
+ * Receive capacity the fair share divides (Mbit/s) when neither the
+ * rx_capacity_mbps tunable nor the netdev's link speed says.
+ */
 #define METAROCE_DEFAULT_RX_MBPS 10000
 
 /*
@@ -91,6 +94,7 @@ struct mr_port {
 	unsigned int netdev_mtu;
 	u16 active_speed;
 	u8 active_width;
+	u32 link_mbps;			/* the netdev's speed, 0: unknown */
 	/* A state change could not be reported while registering. */
 	bool event_pending;
 };
@@ -206,6 +210,12 @@ struct mr_dev {
 	 * inside peer->lock or alone; the other fields are NAPI's.
 	 */
 	struct mr_fs_dev fs;
+	/*
+	 * rx_capacity_mbps as set (0: the link's speed), and the capacity
+	 * that makes (mr_fs_capacity()); NAPI's fair share takes it up.
+	 */
+	u32 rx_capacity;
+	u32 fs_capacity;
 	spinlock_t fs_lock;
 	struct list_head fs_active;
 	u32 fs_nactive;
@@ -237,7 +247,7 @@ enum mr_tunable_kind {
 struct mr_tunable_def {
 	const char *name;
 	enum mr_tunable_kind kind;
-	size_t off;		/* in struct mr_conn_cfg, mr_dev or mr_fs_dev */
+	size_t off;		/* in struct mr_conn_cfg or mr_dev */
 	u32 unit;		/* stored units per user unit */
 	u32 def;
 	u32 min, max;		/* DEV, DSCP, CAP */

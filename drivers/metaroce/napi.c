@@ -268,10 +268,16 @@ static void mr_fs_tick(struct mr_dev *dev)
 	struct mr_peer *peer;
 	u64 now = ktime_get_ns();
 	bool full = now >= dev->fs_next;
-	u32 n = 0, i;
+	u32 n = 0, i, cap;
 
 	if (!full && (!dev->fs_kick_at || now < dev->fs_kick_at))
 		return;
+	cap = READ_ONCE(dev->fs_capacity);
+	if (cap != dev->fs.capacity) {
+		/* A new capacity (mr_fs_capacity()): the estimate starts there. */
+		dev->fs.capacity = cap;
+		dev->fs.estimate = cap;
+	}
 	dev->fs_kick_at = 0;
 	dev->fs_last = now;
 	if (full) {

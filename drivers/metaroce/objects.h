@@ -627,6 +627,8 @@ int mr_fs_reserve(struct mr_dev *dev, u32 peers);
 void mr_fs_join_peer(struct mr_dev *dev, struct mr_peer *peer);
 /* A retired peer leaves the fair share's active set (peer->lock held). */
 void mr_fs_leave(struct mr_peer *peer);
+/* The tunable or the link speed changed: the capacity the share divides. */
+void mr_fs_capacity(struct mr_dev *dev);
 
 /* ---------------------------------------------------------------- xmit.c */
 

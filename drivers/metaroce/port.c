@@ -142,6 +142,8 @@ void mr_port_update(struct mr_dev *dev, bool notify)
 	if (!__ethtool_get_link_ksettings(ndev, &ks))
 		mbps = ks.base.speed;
 	mr_speed_from_ethtool(mbps, &port.active_speed, &port.active_width);
+	if (mbps && mbps != (u32)SPEED_UNKNOWN)
+		port.link_mbps = mbps;
 
 	spin_lock(&dev->lock);
 	was_active = dev->port.state == IB_PORT_ACTIVE;
@@ -149,6 +151,7 @@ void mr_port_update(struct mr_dev *dev, bool notify)
 	dev->port = port;
 	strscpy(dev->ifname, ndev->name, sizeof(dev->ifname));
 	spin_unlock(&dev->lock);
+	mr_fs_capacity(dev);
 
 	active = port.state == IB_PORT_ACTIVE;
 	if (notify && was_active != active)

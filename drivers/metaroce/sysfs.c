@@ -87,7 +87,7 @@ static u32 mr_tunable_get(struct mr_dev *dev, const struct mr_tunable_def *t)
 	case MR_TUN_DSCP:
 		return READ_ONCE(*((const u8 *)dev + t->off)) >> 2;
 	case MR_TUN_CAP:
-		return dev->fs.capacity;
+		return READ_ONCE(*(const u32 *)((const char *)dev + t->off));
 	}
 	return 0;
 }
@@ -116,9 +116,8 @@ static int mr_tunable_set(struct mr_dev *dev, const struct mr_tunable_def *t,
 		WRITE_ONCE(*((u8 *)dev + t->off), v << 2);
 		break;
 	case MR_TUN_CAP:
-		/* What the receiver's fair share divides. */
-		dev->fs.capacity = v;
-		dev->fs.estimate = v;
+		WRITE_ONCE(*(u32 *)((char *)dev + t->off), v);
+		mr_fs_capacity(dev);
 		break;
 	default:
 		break;

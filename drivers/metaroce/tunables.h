@@ -22,8 +22,9 @@
  *           DEV: a u32 of struct mr_dev, min..max
  *           DSCP: a DSCP (min..max) kept in a u8 traffic class of
  *                struct mr_dev (shifted by 2: ECN bits clear)
- *           CAP: the fair share's receive capacity (struct mr_fs_dev),
- *                min..max Mbit/s
+ *           CAP: the fair share's receive capacity, a u32 of struct
+ *                mr_dev, min..max Mbit/s, 0 for the link's speed
+ *                (mr_fs_capacity())
  *  default  what a device starts with (a number: the documentation
  *           checks read it), and the module parameter's default; the
  *           module parameter of the same name sets it for devices
@@ -47,7 +48,7 @@ MR_TUNABLE(ecn_shift, 4, CFG, ecn_shift, 1, 0, 0)
 MR_TUNABLE(repick_alpha, 512, CFG, repick_alpha, 1, 0, 0)
 MR_TUNABLE(pacing, 0, CFG, pacing, 1, 0, 0)
 MR_TUNABLE(announce, 1, CFG, announce, 1, 0, 0)
-MR_TUNABLE(rx_capacity_mbps, 10000, CAP, capacity, 1, 1, U32_MAX)
+MR_TUNABLE(rx_capacity_mbps, 0, CAP, rx_capacity, 1, 0, U32_MAX)
 MR_TUNABLE(host_window, 0, DEV, host_window, 1, 0, MR_HOST_WINDOW_MAX)
 MR_TUNABLE(dscp, 0, DSCP, tclass, 1, 0, MR_DSCP_MAX)
 MR_TUNABLE(ctrl_dscp, 48, DSCP, ctrl_tclass, 1, 0, MR_DSCP_MAX)

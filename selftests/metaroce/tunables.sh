@@ -32,6 +32,12 @@
 #                   end: with dscp 10 and ctrl_dscp 48, A's data packets
 #                   carry DSCP 10 and B's ACKs DSCP 48; with both 0, B's
 #                   ACKs go out at TC_PRIO_CONTROL and A's data does not
+#   capacity        the fair share's capacity (debugfs "capacity"): with
+#                   rx_capacity_mbps 0, a tap device's link speed as
+#                   ethtool sets it (100000), again after a change and a
+#                   link down/up (25000), 10000 on a dummy device, which
+#                   reports no speed; a value written overrides the link,
+#                   0 returns to it
 #   qp_tclass       the device's data DSCP 0, ctrl_dscp 48: an RC QP's
 #                   traffic class 40 (perftest --tclass, then rdma_cm's ToS
 #                   with -R -T) puts A's data packets in DSCP 10, while
@@ -143,7 +149,6 @@ invalid() {
 	refused ecn_shift 11
 	refused repick_alpha 1025
 	refused reorder_thresh 256
-	refused rx_capacity_mbps 0
 	refused rto_min_us 4294967295
 	max=$(cat "$(tun "$MR_A_DEV" rto_max_us)")
 	refused rto_min_us $((max + 1))
@@ -362,6 +367,42 @@ dscp() {
 }
 
 mr_run module_params module_params
+# fs_capacity DEV: the capacity DEV's fair share divides, Mbit/s.
+fs_capacity() {
+	awk '$1 == "fair" && $2 == "share" { print $10 }' \
+		"/sys/kernel/debug/metaroce/$1/peers"
+}
+
+# The fair share divides the link's speed unless rx_capacity_mbps says.
+capacity() {
+	local f
+	mr_debugfs
+	assert_ok "a tap device" ip tuntap add dev mrcap0 mode tap
+	mr_defer ip link del mrcap0
+	assert_ok "ethtool sets its speed" \
+		ethtool -s mrcap0 speed 100000 duplex full autoneg off
+	ip link set mrcap0 up
+	mr_link_add mrcap mrcap0
+	f=$(tun mrcap rx_capacity_mbps)
+	assert_eq "rx_capacity_mbps" 0 "$(cat "$f")"
+	assert_eq "capacity from the link" 100000 "$(fs_capacity mrcap)"
+	# A new speed comes with the link going down and up again.
+	ethtool -s mrcap0 speed 25000 duplex full autoneg off
+	ip link set mrcap0 down
+	ip link set mrcap0 up
+	assert_eq "capacity after a speed change" 25000 "$(fs_capacity mrcap)"
+	echo 5000 >"$f"
+	assert_eq "capacity set" 5000 "$(fs_capacity mrcap)"
+	echo 0 >"$f"
+	assert_eq "capacity back to the link" 25000 "$(fs_capacity mrcap)"
+	# A device that reports no speed.
+	assert_ok "a dummy device" ip link add mrcap1 type dummy
+	mr_defer ip link del mrcap1
+	ip link set mrcap1 up
+	mr_link_add mrcapd mrcap1
+	assert_eq "capacity without a link speed" 10000 "$(fs_capacity mrcapd)"
+}
+
 # A QP's own traffic class: its address vector's (perftest --tclass sets
 # the GRH's), or rdma_cm's ToS (perftest -R -T) for its data; the control
 # class stays the device's. The device's data DSCP is 0 throughout.
@@ -394,5 +435,6 @@ mr_run invalid invalid
 mr_run live live
 mr_run dscp dscp
 mr_run qp_tclass qp_tclass
+mr_run capacity capacity
 mr_run capability capability
 mr_done
