@@ -22,6 +22,7 @@
 #   make bench-fastpath   the userspace fast path against rxe's (VM)
 #   make bench-scale      4000 RC QPs: time and memory per QP, against rxe (VM)
 #   make bench-compare OLD=REV  today's module against REV's, one boot (VM)
+#   make bench-profile    CPU time per byte by where it goes, against TCP (VM)
 #
 # Every build product lives under build/: the module is built out of a
 # shadow tree per kernel release (build/kmod/<release>/), so builds for
@@ -62,7 +63,7 @@ CHECK_USERLAND_TARGETS := $(addprefix check-userland-,$(SUITES))
 	check-install check-core check-build check-vm check-vm-6.1 \
 	check-matrix check-debug debug-kernel deps-debug check-dkms \
 	checkpatch fuzz-vm sparse demo sim bench bench-compare \
-	bench-fastpath bench-scale clean help
+	bench-fastpath bench-scale bench-profile clean help
 
 all: module userspace
 
@@ -285,6 +286,10 @@ bench-fastpath: deps-check modules-vm userspace
 
 bench-scale: deps-check modules-vm userspace
 	@$(TOP)/selftests/vm/run --kernel 6.12 --mem 4G --timeout 1800 -- $(TOP)/selftests/bench/scale.sh
+
+# Where the CPU goes per byte, metaroce against TCP, with perf (~10 min).
+bench-profile: deps-check modules-vm userspace
+	@$(TOP)/selftests/vm/run --kernel 6.12 --timeout 1800 -- $(TOP)/selftests/bench/profile.sh
 
 clean:
 	rm -rf $(BUILD)

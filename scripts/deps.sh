@@ -56,6 +56,8 @@ pkgs=(
 	# the VM and the tools the tests run in it (the guest uses the host's /usr)
 	qemu-system-x86 busybox-static cpio gzip util-linux procps
 	iproute2 iputils-ping iperf3 ethtool nvme-cli strace
+	# make bench-profile: perf in the guest
+	linux-perf
 	# collectives: Open MPI over UCX (mpicc builds mr_coll)
 	openmpi-bin libopenmpi-dev ucx-utils libucx0
 	# benchmark plots

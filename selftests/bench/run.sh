@@ -38,6 +38,10 @@
 #   MR_BENCH_DOCS=auto        auto: update Documentation/ when all runs
 #                             passed; 0: never; 1: always
 #   MR_BENCH_BUDGET=3300      seconds; runs not started by then fail
+#   MR_BENCH_PROFILE=0        1: perf samples the whole guest (cpu-clock,
+#                             every CPU) through each run's measured
+#                             seconds; per run, build/bench/profile/IDX.txt
+#                             is perf report's flat profile (profile.sh)
 #
 # Under TCG every process started costs tens of milliseconds or more, so the
 # per-run bookkeeping avoids them: counters come from /proc/<pid>/net/dev of
@@ -65,6 +69,8 @@ read -ra TRANSPORTS <<<"${MR_BENCH_TRANSPORTS:-metaroce rxe tcp}"
 SIZE=${MR_BENCH_SIZE:-65536}
 DOCS=${MR_BENCH_DOCS:-auto}
 BUDGET=${MR_BENCH_BUDGET:-3300}
+PROFILE=${MR_BENCH_PROFILE:-0}
+PROFILE_HZ=499
 OUT=$TOP/build/bench
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -77,6 +83,7 @@ log() { echo "bench: $*"; }
 ((DUR > 2 * MARGIN)) || die "MR_BENCH_DURATION must exceed 2 * MR_BENCH_MARGIN"
 [[ $LOSS_DIR == data || $LOSS_DIR == both ]] || die "MR_BENCH_LOSS_DIR: data or both"
 [[ $DOCS == auto || $DOCS == 0 || $DOCS == 1 ]] || die "MR_BENCH_DOCS: auto, 0 or 1"
+[[ $PROFILE == 0 || $PROFILE == 1 ]] || die "MR_BENCH_PROFILE: 0 or 1"
 for l in "${LOSSES[@]}"; do
 	[[ $l =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "bad loss percentage '$l'"
 done
@@ -90,6 +97,9 @@ has_transport() { [[ " ${TRANSPORTS[*]} " == *" $1 "* ]]; }
 for tool in ib_write_bw ib_send_bw iperf3 rdma tc ip ethtool python3; do
 	command -v "$tool" >/dev/null || skip "$tool is not installed (make deps)"
 done
+if ((PROFILE)); then
+	command -v perf >/dev/null || skip "perf is not installed (make deps)"
+fi
 if has_transport metaroce; then
 	modinfo metaroce >/dev/null 2>&1 ||
 		skip "metaroce.ko is not built for $(uname -r) (make modules-vm)"
@@ -103,6 +113,12 @@ fi
 WORK=$(mktemp -d /tmp/mrbench.XXXXXX)
 LOGS=$WORK/logs
 mkdir -p "$LOGS"
+PROF=$OUT/profile
+if ((PROFILE)); then
+	rm -rf "$PROF"
+	mkdir -p "$PROF"
+	sysctl -qw kernel.kptr_restrict=0 kernel.perf_event_paranoid=-1
+fi
 pids=()
 
 # nap SECONDS: sleeps without starting a process (a timed read on a pipe
@@ -148,6 +164,32 @@ CUR_A="" CUR_B="" # the namespaces VA and VB are in now ("" = initial)
 declare -A ANCHOR  # namespace -> a process parked in it
 
 # ipx NS ARGS: ip in namespace NS ("" = the initial one); tcx: tc.
+# profile_start NAME: with MR_BENCH_PROFILE=1, perf samples every CPU of
+# the guest through the measured seconds of the run just started (from
+# MARGIN s on, for the window), in the background; profile_wait writes the
+# flat profile (self samples by module and symbol) to PROF/NAME.txt.
+prof_pid=""
+profile_start() {
+	((PROFILE)) || return 0
+	local data=$PROF/$1.data
+	{
+		nap "$MARGIN"
+		perf record -q -a -e cpu-clock -F "$PROFILE_HZ" -o "$data" \
+			-- sleep "$((DUR - 2 * MARGIN))" >"$data.log" 2>&1 || true
+	} &
+	prof_pid=$!
+	prof_name=$1
+}
+profile_wait() {
+	[[ -n $prof_pid ]] || return 0
+	wait "$prof_pid" || true
+	prof_pid=""
+	perf report -i "$PROF/$prof_name.data" --stdio --no-children \
+		--sort dso,sym -F overhead,sample,dso,sym --percent-limit 0 \
+		>"$PROF/$prof_name.txt" 2>"$PROF/$prof_name.data.log" || true
+	rm -f "$PROF/$prof_name.data"
+}
+
 ipx() {
 	local ns=$1
 	shift
@@ -580,6 +622,7 @@ run_perftest() {
 		"$tool" -d "$dev_a" -x "$gid_a" "${common[@]}" "$IPB" >"$cli" 2>&1 &
 	cpid=$!
 	pids+=("$cpid")
+	profile_start "$(printf '%03d' "$run_idx")"
 	if [[ $transport == metaroce ]]; then
 		peers_sampler "$dev_a" "$cli.peers" "$cpid" &
 		samplers+=("$!")
@@ -588,6 +631,7 @@ run_perftest() {
 	fi
 	wait "$cpid" || rc=$?
 	elapsed_since "$t0"
+	profile_wait
 	stamp client
 	server_wait "$spid" $((rc ? 5 : 30)) || src_rc=$?
 	stamp server
@@ -665,9 +709,11 @@ run_iperf() {
 	fi
 	stamp listening
 	t0=$(now_us)
+	profile_start "$(printf '%03d' "$run_idx")"
 	ip netns exec "$NA" timeout -k 5 $((DUR + 60)) iperf3 -c "$IPB" -p "$port" -J \
 		-l "$SIZE" -O "$MARGIN" -t "${R[window_s]}" --connect-timeout 10000 >"$cli" 2>&1 || rc=$?
 	elapsed_since "$t0"
+	profile_wait
 	stamp client
 	server_wait "$spid" $((rc ? 5 : 30)) || src_rc=$?
 	stamp server
