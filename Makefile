@@ -8,6 +8,7 @@
 #   make install          install the module, the rdma-core provider, the
 #                         metaroce(7) man page and the Wireshark dissector
 #                         (DESTDIR= stages them; make uninstall removes them)
+#   make dkms-source      the DKMS source tree, build/dkms/metaroce-<version>/
 #   make deps             install every Debian package the project needs, fetch
 #                         the test kernels, build the other releases' rootfs
 #   make check            all tests (userspace, then kselftests in QEMU)
@@ -61,13 +62,14 @@ CHECK_USERLAND_TARGETS := $(addprefix check-userland-,$(SUITES))
 	uninstall sign deps deps-check deps-check-all rootfs check check-man check-docs \
 	check-install check-core check-build check-vm check-vm-6.1 \
 	check-matrix check-debug debug-kernel deps-debug check-dkms \
+	dkms-source \
 	checkpatch fuzz-vm sparse demo sim bench bench-compare \
 	bench-fastpath bench-scale clean help
 
 all: module userspace
 
 help:
-	@sed -n '3,24p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,25p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 # --- kernel module --------------------------------------------------------
 
@@ -175,6 +177,14 @@ uninstall:
 	@$(MAKE) -C $(TOP)/userspace BUILD=$(BUILD)/userspace uninstall
 	rm -f $(DESTDIR)$(MANDIR)/man7/metaroce.7
 	rm -f $(DESTDIR)$(WIRESHARK_LUA_DIR)/metaroce.lua
+
+# --- packages -------------------------------------------------------------
+
+# The module's sources and dkms.conf, and nothing else (no build/), in
+# build/dkms/<name>-<version>/, which `dkms add` copies to /usr/src
+# (scripts/module-sources.sh lists the files).
+dkms-source:
+	@$(TOP)/scripts/module-sources.sh --stage $(BUILD)/dkms
 
 # --- dependencies ---------------------------------------------------------
 
