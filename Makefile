@@ -64,7 +64,7 @@ CHECK_USERLAND_TARGETS := $(addprefix check-userland-,$(SUITES))
 	uninstall sign deps deps-check deps-check-all rootfs check check-man check-docs \
 	check-install check-core check-build check-vm check-vm-6.1 \
 	check-matrix check-debug debug-kernel deps-debug check-dkms \
-	dkms-source deb \
+	dkms-source deb check-deb \
 	checkpatch fuzz-vm sparse demo sim bench bench-compare \
 	bench-fastpath bench-scale clean help
 
@@ -269,6 +269,10 @@ check-vm-6.1: modules-vm userspace test-tools
 
 check-dkms:
 	@$(TOP)/scripts/dkms-test.sh
+
+# make deb, then what the two packages hold (scripts/deb-test.sh).
+check-deb:
+	@$(TOP)/scripts/deb-test.sh
 
 # selftests/metaroce/pktfuzz.sh for FUZZ_VM_SECONDS of fuzzing (default 3 h;
 # make check runs it for 75 s). FUZZ_VM_SEED repeats a run's mutations.
