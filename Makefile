@@ -8,6 +8,9 @@
 #   make install          install the module, the rdma-core provider, the
 #                         metaroce(7) man page and the Wireshark dissector
 #                         (DESTDIR= stages them; make uninstall removes them)
+#   make deb              Debian packages metaroce-dkms and
+#                         ibverbs-provider-metaroce, into build/deb/
+#   make dkms-source      the DKMS source tree, build/dkms/metaroce-<version>/
 #   make deps             install every Debian package the project needs, fetch
 #                         the test kernels, build the other releases' rootfs
 #   make check            all tests (userspace, then kselftests in QEMU)
@@ -62,13 +65,14 @@ CHECK_USERLAND_TARGETS := $(addprefix check-userland-,$(SUITES))
 	uninstall sign deps deps-check deps-check-all rootfs check check-man check-docs \
 	check-install check-core check-build check-vm check-vm-6.1 \
 	check-matrix check-debug debug-kernel deps-debug check-dkms \
+	dkms-source deb check-deb \
 	checkpatch fuzz-vm sparse demo sim bench bench-compare \
 	bench-fastpath bench-scale bench-profile clean help
 
 all: module userspace
 
 help:
-	@sed -n '3,24p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,27p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 # --- kernel module --------------------------------------------------------
 
@@ -177,6 +181,22 @@ uninstall:
 	rm -f $(DESTDIR)$(MANDIR)/man7/metaroce.7
 	rm -f $(DESTDIR)$(WIRESHARK_LUA_DIR)/metaroce.lua
 
+# --- packages -------------------------------------------------------------
+
+# The module's sources and dkms.conf, and nothing else (no build/), in
+# build/dkms/<name>-<version>/, which `dkms add` copies to /usr/src
+# (scripts/module-sources.sh lists the files; the metaroce-dkms package
+# installs the same ones there).
+dkms-source:
+	@$(TOP)/scripts/module-sources.sh --stage $(BUILD)/dkms
+
+# metaroce-dkms and ibverbs-provider-metaroce, built by dpkg-buildpackage
+# from a copy of the source tree (debian/; scripts/build-deb.sh), into
+# build/deb/. Builds no kernel module: DKMS does that where the package is
+# installed.
+deb:
+	@$(TOP)/scripts/build-deb.sh
+
 # --- dependencies ---------------------------------------------------------
 
 deps:
@@ -250,6 +270,10 @@ check-vm-6.1: modules-vm userspace test-tools
 
 check-dkms:
 	@$(TOP)/scripts/dkms-test.sh
+
+# make deb, then what the two packages hold (scripts/deb-test.sh).
+check-deb:
+	@$(TOP)/scripts/deb-test.sh
 
 # selftests/metaroce/pktfuzz.sh for FUZZ_VM_SECONDS of fuzzing (default 3 h;
 # make check runs it for 75 s). FUZZ_VM_SEED repeats a run's mutations.

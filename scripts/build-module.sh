@@ -86,14 +86,10 @@ ver_dkms=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$TOP/dkms.conf")
 SHADOW=$TOP/build/kmod/$KREL
 mkdir -p "$SHADOW"
 
-# Source files that make up the module, relative to $TOP.
+# Source files that make up the module, relative to $TOP (the same list
+# the DKMS source tree is made of).
 list_sources() {
-	(cd "$TOP" && {
-		echo Kbuild
-		find drivers include -type f \
-			\( -name '*.c' -o -name '*.h' -o -name '*.S' -o -name Kbuild \) \
-			-not -name '.*' -print
-	}) | LC_ALL=C sort
+	"$TOP/scripts/module-sources.sh"
 }
 
 sync_shadow() {

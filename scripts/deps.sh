@@ -53,6 +53,8 @@ pkgs=(
 	libibverbs-dev librdmacm-dev python3 python3-pyverbs
 	# the documentation checks (scripts/check-docs.sh)
 	python3-docutils
+	# the Debian packages (make deb, debian/) and their test (make check-deb)
+	build-essential dpkg-dev debhelper dh-dkms lintian
 	# the VM and the tools the tests run in it (the guest uses the host's /usr)
 	qemu-system-x86 busybox-static cpio gzip util-linux procps
 	iproute2 iputils-ping iperf3 ethtool nvme-cli strace

@@ -1,11 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# scripts/dkms-test.sh: the DKMS package builds. Installs the module's
-# sources as /usr/src/<name>-<version> (name and version from dkms.conf),
-# `dkms add`s them, `dkms build`s for both pinned kernels, then removes
-# everything again (also on failure). Fails loudly on any error, printing
-# DKMS's make.log.
+# scripts/dkms-test.sh: the DKMS package builds, installed as the admin
+# guide says. Stages the DKMS source tree with make dkms-source
+# (build/dkms/<name>-<version>, name and version from dkms.conf), checks
+# that it holds exactly scripts/module-sources.sh --dkms, `dkms add`s it
+# (which copies it to /usr/src/<name>-<version>), `dkms build`s for both
+# pinned kernels, then removes everything again (also on failure). Fails
+# loudly on any error, printing DKMS's make.log.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,25 +42,25 @@ cleanup() {
 cleanup
 trap cleanup EXIT
 
-# The package's files: what git tracks plus new files not ignored, less
-# build output (the tarball a user would get from a release).
-echo "# installing sources into $src"
-mkdir -p "$src"
-package_files() {
-	local f
-	if git rev-parse --git-dir >/dev/null 2>&1; then
-		while IFS= read -r -d '' f; do
-			[[ $f == build/* || $f == .ci/* || ! -e $f ]] || printf '%s\0' "$f"
-		done < <(git ls-files -z --cached --others --exclude-standard)
-	else
-		find . -path ./build -prune -o -path ./.git -prune -o -type f -print0
-	fi
-}
-package_files | tar --null -T - -cf - | tar -xf - -C "$src"
-touch "$src/$marker"
+echo "# make dkms-source"
+staged=$(make -s --no-print-directory dkms-source)
+[[ $staged == "$TOP/build/dkms/$name-$ver" ]] ||
+	die "make dkms-source staged '$staged', not build/dkms/$name-$ver"
+want=$(scripts/module-sources.sh --dkms)
+got=$(cd "$staged" && find . -type f -printf '%P\n' | LC_ALL=C sort)
+[[ $got == "$want" ]] ||
+	die "$staged does not hold exactly module-sources.sh --dkms: $(diff <(echo "$want") <(echo "$got") | grep '^[<>]' | paste -sd' ')"
 
-echo "# dkms add $name/$ver"
-dkms add -m "$name" -v "$ver"
+# The marker goes in first: dkms add copies into the directory as it is.
+mkdir -p "$src"
+touch "$src/$marker"
+echo "# dkms add ${staged#"$TOP"/}"
+dkms add "$staged"
+got=$(cd "$src" && find . -type f -not -name "$marker" -printf '%P\n' | LC_ALL=C sort)
+[[ $got == "$want" ]] ||
+	die "$src does not hold exactly the staged tree: $(diff <(echo "$want") <(echo "$got") | grep '^[<>]' | paste -sd' ')"
+dkms status -m "$name" -v "$ver" | grep -q added ||
+	die "dkms status does not list $name/$ver as added"
 
 rc=0
 for rel in "$MR_KVER_6_12" "$MR_KVER_6_1"; do
