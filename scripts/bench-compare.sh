@@ -24,7 +24,8 @@ ln -s "$TOP/build/vm" "$src/build/vm"
 [[ ! -d $TOP/build/rootfs ]] || ln -s "$TOP/build/rootfs" "$src/build/rootfs"
 # Today's build scripts (older ones may not know the kernel names) on REV's
 # sources.
-cp "$TOP"/scripts/{build-module.sh,platform.sh,kernels.env} "$src/scripts/"
+cp "$TOP"/scripts/{build-module.sh,module-sources.sh,platform.sh,kernels.env} \
+	"$src/scripts/"
 ko=$("$src/scripts/build-module.sh" --kernel 6.12 | tail -n 1)
 mkdir -p "$TOP/build/bench-compare"
 cp "$ko" "$TOP/build/bench-compare-old.ko"
