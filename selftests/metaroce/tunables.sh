@@ -377,6 +377,8 @@ fs_capacity() {
 capacity() {
 	local f
 	mr_debugfs
+	modprobe tun
+	[[ -c /dev/net/tun ]] || { mkdir -p /dev/net && mknod /dev/net/tun c 10 200; }
 	assert_ok "a tap device" ip tuntap add dev mrcap0 mode tap
 	mr_defer ip link del mrcap0
 	assert_ok "ethtool sets its speed" \
