@@ -6,9 +6,9 @@
 # Runs run.sh with MR_BENCH_PROFILE=1 (perf samples every CPU of the guest
 # through each run's measured seconds), lossless, MR_BENCH_REPS rounds
 # (default 2) of metaroce's ib_write_bw and ib_send_bw and TCP's iperf3
-# (with GSO, and one MSS per packet), then profile_report.py: the CPU time
-# per gigabyte delivered, divided by where it was spent, against TCP's of
-# the same round. Documentation/ is left as it is.
+# (with GSO, and one MSS per packet), 12 s each, then profile_report.py:
+# the CPU time per gigabyte sent, divided by where it was spent, against
+# TCP's of the same round. Documentation/ is left as it is.
 #
 # Output: build/bench/profile/report.txt (and each run's flat profile,
 # IDX.txt, IDX being the run's row in build/bench/runs.tsv). Exits as
@@ -20,6 +20,8 @@ TOP=$(cd "$HERE/../.." && pwd)
 
 export MR_BENCH_PROFILE=1 MR_BENCH_DOCS=0
 export MR_BENCH_REPS=${MR_BENCH_REPS:-2}
+# Longer runs than make bench's: perf takes seconds to start under TCG.
+export MR_BENCH_DURATION=${MR_BENCH_DURATION:-12} MR_BENCH_MARGIN=${MR_BENCH_MARGIN:-3}
 export MR_BENCH_LOSSES=${MR_BENCH_LOSSES:-0}
 export MR_BENCH_TRANSPORTS=${MR_BENCH_TRANSPORTS:-metaroce tcp}
 

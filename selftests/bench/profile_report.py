@@ -5,7 +5,9 @@
 # guest's CPU time goes per byte moved, for each run that run.sh profiled
 # (MR_BENCH_PROFILE=1; profile.sh). For every run: its goodput, the CPU
 # time the guest spent busy (cpu-clock samples on every CPU, idle loops
-# excluded) per gigabyte delivered, and how that time divides between
+# excluded) per gigabyte that left the sender's veth end while perf
+# sampled (IDX.bytes: headers included, so TCP's and metaroce's bytes
+# compare as the wire sees them), and how that time divides between
 # what the samples fall in: the transport engine (functions defined in
 # drivers/metaroce/core/), the rest of metaroce.ko, copies, checksums, the
 # UDP, TCP and IP layers, the network device layer (veth, skbs, qdiscs,
@@ -125,8 +127,13 @@ def main():
             continue
         cats, idle, syms = parse(path)
         busy = sum(cats.values())
-        gbytes = float(r['gbps']) * float(r['window_s']) / 8
-        if not busy or gbytes <= 0:
+        # The bytes that left the sender's veth end while perf sampled.
+        try:
+            with open(path[:-4] + '.bytes') as f:
+                gbytes = int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue
+        if not busy or gbytes < 0.01:
             continue
         name = r['transport'] + (' ' + r['test'] if r['transport'] != 'tcp'
                                  else ' (%s)' % r['variant'])
@@ -140,7 +147,7 @@ def main():
         print('profile: no profiled run')
         return 1
 
-    print('CPU time per byte delivered (cpu-clock at %d Hz on every CPU of '
+    print('CPU time per gigabyte sent (cpu-clock at %d Hz on every CPU of '
           'the guest, idle excluded)\n' % hz)
     head = '%-22s %4s %7s %6s %9s %9s' % ('run', 'rep', 'Gb/s', 'busy',
                                            'CPU-s/GB', 'kernel')

@@ -41,7 +41,8 @@
 #   MR_BENCH_PROFILE=0        1: perf samples the whole guest (cpu-clock,
 #                             every CPU) through each run's measured
 #                             seconds; per run, build/bench/profile/IDX.txt
-#                             is perf report's flat profile (profile.sh)
+#                             is perf report's flat profile, IDX.bytes the
+#                             bytes sent meanwhile (profile.sh)
 #
 # Under TCG every process started costs tens of milliseconds or more, so the
 # per-run bookkeeping avoids them: counters come from /proc/<pid>/net/dev of
@@ -164,30 +165,55 @@ CUR_A="" CUR_B="" # the namespaces VA and VB are in now ("" = initial)
 declare -A ANCHOR  # namespace -> a process parked in it
 
 # ipx NS ARGS: ip in namespace NS ("" = the initial one); tcx: tc.
-# profile_start NAME: with MR_BENCH_PROFILE=1, perf samples every CPU of
-# the guest through the measured seconds of the run just started (from
-# MARGIN s on, for the window), in the background; profile_wait writes the
-# flat profile (self samples by module and symbol) to PROF/NAME.txt.
-prof_pid=""
+# With MR_BENCH_PROFILE=1, perf samples every CPU of the guest through a
+# run's measured seconds. perf takes seconds to start under TCG, so
+# profile_start starts it, with its events off, before the run's server;
+# profile_window (in the background, once the client started) turns them
+# on MARGIN seconds in, or once perf is up if that is later, off again
+# DUR - 2 MARGIN seconds later, and keeps the bytes that left through VA
+# meanwhile (PROF/NAME.bytes); profile_wait stops perf and writes the flat
+# profile (self samples by module and symbol) to PROF/NAME.txt.
+prof_pid="" prof_win="" PCTL="" PACK=""
 profile_start() {
 	((PROFILE)) || return 0
-	local data=$PROF/$1.data
-	{
-		nap "$MARGIN"
-		perf record -q -a -e cpu-clock -F "$PROFILE_HZ" -o "$data" \
-			-- sleep "$((DUR - 2 * MARGIN))" >"$data.log" 2>&1 || true
-	} &
-	prof_pid=$!
 	prof_name=$1
+	rm -f "$PROF/ctl" "$PROF/ack"
+	mkfifo "$PROF/ctl" "$PROF/ack"
+	# Opened read-write, the FIFOs never block; perf inherits both.
+	exec {PCTL}<>"$PROF/ctl" {PACK}<>"$PROF/ack"
+	perf record -q -a -e cpu-clock -F "$PROFILE_HZ" -D -1 \
+		--control "fd:$PCTL,$PACK" -o "$PROF/$1.data" \
+		>"$PROF/$1.data.log" 2>&1 &
+	prof_pid=$!
+}
+profile_window() {
+	[[ -n $prof_pid ]] || return 0
+	{
+		local b0 t0
+		nap "$MARGIN"
+		echo enable >&"$PCTL"
+		read -r -t 60 -u "$PACK" _ || exit 0
+		dev_counters "$CUR_A" "$VA"
+		b0=$TXB t0=$EPOCHREALTIME
+		nap "$((DUR - 2 * MARGIN))"
+		echo disable >&"$PCTL"
+		read -r -t 60 -u "$PACK" _ || exit 0
+		dev_counters "$CUR_A" "$VA"
+		echo "$((TXB - b0)) $t0 $EPOCHREALTIME" >"$PROF/$prof_name.bytes"
+	} &
+	prof_win=$!
 }
 profile_wait() {
 	[[ -n $prof_pid ]] || return 0
+	[[ -z $prof_win ]] || wait "$prof_win" || true
+	kill -INT "$prof_pid" 2>/dev/null || true
 	wait "$prof_pid" || true
-	prof_pid=""
+	exec {PCTL}>&- {PACK}>&-
+	prof_pid="" prof_win=""
 	perf report -i "$PROF/$prof_name.data" --stdio --no-children \
 		--sort dso,sym -F overhead,sample,dso,sym --percent-limit 0 \
-		>"$PROF/$prof_name.txt" 2>"$PROF/$prof_name.data.log" || true
-	rm -f "$PROF/$prof_name.data"
+		>"$PROF/$prof_name.txt" 2>>"$PROF/$prof_name.data.log" || true
+	rm -f "$PROF/$prof_name.data" "$PROF/ctl" "$PROF/ack"
 }
 
 ipx() {
@@ -605,6 +631,7 @@ run_perftest() {
 	counters_before "$cli.netem"
 	stamp setup
 	local common=(-s "$SIZE" -D "$DUR" -f "$MARGIN" -Q 1 -F --report_gbits -p "$port")
+	profile_start "$(printf '%03d' "$run_idx")"
 	in_ns "$CUR_B"
 	"${NSX[@]}" timeout -k 5 $((DUR + 90)) \
 		"$tool" -d "$dev_b" -x "$gid_b" "${common[@]}" >"$srv" 2>&1 &
@@ -622,7 +649,7 @@ run_perftest() {
 		"$tool" -d "$dev_a" -x "$gid_a" "${common[@]}" "$IPB" >"$cli" 2>&1 &
 	cpid=$!
 	pids+=("$cpid")
-	profile_start "$(printf '%03d' "$run_idx")"
+	profile_window
 	if [[ $transport == metaroce ]]; then
 		peers_sampler "$dev_a" "$cli.peers" "$cpid" &
 		samplers+=("$!")
@@ -699,6 +726,7 @@ run_iperf() {
 	loss_set "$loss"
 	counters_before "$cli.netem"
 	stamp setup
+	profile_start "$(printf '%03d' "$run_idx")"
 	ip netns exec "$NB" timeout -k 5 $((DUR + 90)) iperf3 -s -1 -J -p "$port" >"$srv" 2>&1 &
 	spid=$!
 	pids+=("$spid")
@@ -709,7 +737,7 @@ run_iperf() {
 	fi
 	stamp listening
 	t0=$(now_us)
-	profile_start "$(printf '%03d' "$run_idx")"
+	profile_window
 	ip netns exec "$NA" timeout -k 5 $((DUR + 60)) iperf3 -c "$IPB" -p "$port" -J \
 		-l "$SIZE" -O "$MARGIN" -t "${R[window_s]}" --connect-timeout 10000 >"$cli" 2>&1 || rc=$?
 	elapsed_since "$t0"
@@ -762,6 +790,7 @@ run_one() {
 	else
 		run_perftest "$transport" "$test" "$loss" "$rep" || ok=0
 	fi
+	profile_wait
 	R[run_s]=$((SECONDS - t0))
 	what="[$run_idx/$total_runs] $transport $test${variant:+ ($variant)} loss $loss% rep $rep:"
 	if ((ok)); then
