@@ -35,9 +35,9 @@ TOP = os.path.dirname(os.path.dirname(HERE))
 IDLE = re.compile(r'(default_idle|native_safe_halt|acpi_idle|cpuidle|do_idle|'
                   r'mwait|intel_idle|arch_cpu_idle|poll_idle|cpu_startup_entry)')
 CATEGORIES = [
-    ('copy', r'(memcpy|memmove|copy_user|copy_to_user|copy_from_user|'
-             r'rep_movs|copy_to_iter|copy_from_iter|copy_page|skb_copy|'
-             r'csum_partial_copy|copyout|copyin)'),
+    ('copy', r'(memcpy|memmove|memset|copy_user|copy_to_user|'
+             r'copy_from_user|rep_movs|copy_to_iter|copy_from_iter|'
+             r'copy_page|skb_copy|csum_partial_copy|copyout|copyin)'),
     ('checksum', r'(csum|checksum)'),
     ('udp', r'^(__)?udp|^udpv6|^udp6|^udp4'),
     ('tcp', r'^(__)?tcp|^inet_csk'),
@@ -47,6 +47,7 @@ CATEGORIES = [
                r'qdisc|sch_|netem|pfifo|^eth_|validate_xmit|'
                r'process_backlog|xmit)'),
     ('memory', r'(kmem_cache|kmalloc|kfree|slab|page_frag|free_pages|'
+               r'clear_page|'
                r'get_page|put_page|alloc_pages|rmqueue|folio|memcg|'
                r'free_unref|__free_page|page_pool|vmalloc)'),
     ('sched/irq', r'(schedule|pick_next|enqueue|dequeue|update_|hrtimer|'
@@ -63,34 +64,42 @@ ORDER = ['engine', 'metaroce.ko'] + [n for n, _ in CATEGORIES] + \
     ['user', 'other']
 
 
-def engine_functions():
-    """Names of the functions defined in drivers/metaroce/core/*.c (read
-    as scripts/check-layers.py reads them)."""
+def defined_functions(pattern):
+    """Names of the functions the C files PATTERN (under TOP) define,
+    read as scripts/check-layers.py reads them."""
     spec = importlib.util.spec_from_file_location(
         'check_layers', os.path.join(TOP, 'scripts', 'check-layers.py'))
     layers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(layers)
     names = set()
-    for path in glob.glob(os.path.join(TOP, 'drivers/metaroce/core/*.c')):
+    for path in glob.glob(os.path.join(TOP, pattern)):
         with open(path) as f:
             names.update(fn for fn, _, _ in layers.functions(
                 layers.strip(f.read())))
     return names
 
 
-ENGINE = engine_functions()
+ENGINE = defined_functions('drivers/metaroce/core/*.c')
+GLUE = defined_functions('drivers/metaroce/*.c')
 
 
 def category(dso, sym):
-    if dso == '[metaroce]':
-        # Static functions of the engine may be inlined into others: a
-        # sample counts for the engine only in a function it defines.
-        return 'engine' if sym.split('.')[0] in ENGINE else 'metaroce.ko'
+    # perf names the module's symbols [metaroce], or [kernel.kallsyms]
+    # when it finds no metaroce.ko of the running kernel to read: the
+    # functions our sources define tell them apart either way. Static
+    # functions may be inlined into others: a sample counts for the
+    # engine only in a function the engine defines.
+    name = sym.split('.')[0]
+    if dso.startswith('['):
+        if name in ENGINE:
+            return 'engine'
+        if name in GLUE or dso == '[metaroce]':
+            return 'metaroce.ko'
     if not dso.startswith('['):
         return 'user'
-    for name, rx in CAT_RE:
+    for cat, rx in CAT_RE:
         if rx.search(sym):
-            return name
+            return cat
     return 'other'
 
 

@@ -177,12 +177,14 @@ prof_pid="" prof_win="" PCTL="" PACK=""
 profile_start() {
 	((PROFILE)) || return 0
 	prof_name=$1
-	rm -f "$PROF/ctl" "$PROF/ack"
-	mkfifo "$PROF/ctl" "$PROF/ack"
+	# In the guest's own /tmp: the shared tree (9p) holds no FIFO, and
+	# perf writes its samples faster there.
+	rm -f "$WORK/ctl" "$WORK/ack"
+	mkfifo "$WORK/ctl" "$WORK/ack"
 	# Opened read-write, the FIFOs never block; perf inherits both.
-	exec {PCTL}<>"$PROF/ctl" {PACK}<>"$PROF/ack"
+	exec {PCTL}<>"$WORK/ctl" {PACK}<>"$WORK/ack"
 	perf record -q -a -e cpu-clock -F "$PROFILE_HZ" -D -1 \
-		--control "fd:$PCTL,$PACK" -o "$PROF/$1.data" \
+		--control "fd:$PCTL,$PACK" -o "$WORK/$1.data" \
 		>"$PROF/$1.data.log" 2>&1 &
 	prof_pid=$!
 }
@@ -210,10 +212,10 @@ profile_wait() {
 	wait "$prof_pid" || true
 	exec {PCTL}>&- {PACK}>&-
 	prof_pid="" prof_win=""
-	perf report -i "$PROF/$prof_name.data" --stdio --no-children \
+	perf report -i "$WORK/$prof_name.data" --stdio --no-children \
 		--sort dso,sym -F overhead,sample,dso,sym --percent-limit 0 \
 		>"$PROF/$prof_name.txt" 2>>"$PROF/$prof_name.data.log" || true
-	rm -f "$PROF/$prof_name.data" "$PROF/ctl" "$PROF/ack"
+	rm -f "$WORK/$prof_name.data" "$WORK/ctl" "$WORK/ack"
 }
 
 ipx() {
