@@ -336,16 +336,23 @@ set_dscp() {
 	done
 }
 
-# The traffic classes on the wire: sequenced packets carry "dscp", ACKs
-# "ctrl_dscp" and TC_PRIO_CONTROL, on both ends of a write.
-dscp() {
-	local d n
+# classes_prepare: both devices' DSCPs restored at the end of the subtest,
+# and the prio qdisc that counts packets by class on both veth ends.
+classes_prepare() {
+	local d
 	for d in "$MR_A_DEV" "$MR_B_DEV"; do
 		mr_defer tun_set "$d" dscp "$(cat "$(tun "$d" dscp)")"
 		mr_defer tun_set "$d" ctrl_dscp "$(cat "$(tun "$d" ctrl_dscp)")"
 	done
 	classes_setup "$MR_A_NS" "$MR_A_IF"
 	classes_setup "$MR_B_NS" "$MR_B_IF"
+}
+
+# The traffic classes on the wire: sequenced packets carry "dscp", ACKs
+# "ctrl_dscp" and TC_PRIO_CONTROL, on both ends of a write.
+dscp() {
+	local n
+	classes_prepare
 	# A writes, B acknowledges: data in AF11, ACKs in CS6.
 	set_dscp 10 48
 	read -ra n < <(classes_run marked)
@@ -409,13 +416,8 @@ capacity() {
 # the GRH's), or rdma_cm's ToS (perftest -R -T) for its data; the control
 # class stays the device's. The device's data DSCP is 0 throughout.
 qp_tclass() {
-	local d n how
-	for d in "$MR_A_DEV" "$MR_B_DEV"; do
-		mr_defer tun_set "$d" dscp "$(cat "$(tun "$d" dscp)")"
-		mr_defer tun_set "$d" ctrl_dscp "$(cat "$(tun "$d" ctrl_dscp)")"
-	done
-	classes_setup "$MR_A_NS" "$MR_A_IF"
-	classes_setup "$MR_B_NS" "$MR_B_IF"
+	local n how
+	classes_prepare
 	set_dscp 0 48
 	for how in "--tclass=40" "-R -T 40"; do
 		# shellcheck disable=SC2086 # two words for "-R -T 40"
