@@ -209,9 +209,9 @@ int mr_dev_config(struct mr_dev *dev)
 			*((u8 *)dev + t->off) = v << 2;
 			break;
 		case MR_TUN_CAP:
-			/* The link's speed is known from mr_port_update(). */
+			/* mr_port_update() brings the link's speed later. */
 			dev->rx_capacity = v;
-			dev->fs_capacity = v ?: METAROCE_DEFAULT_RX_MBPS;
+			mr_fs_capacity(dev);
 			mr_fs_init(&dev->fs, dev->fs_capacity);
 			break;
 		default:

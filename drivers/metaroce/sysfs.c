@@ -83,11 +83,10 @@ static u32 mr_tunable_get(struct mr_dev *dev, const struct mr_tunable_def *t)
 		return *(const u32 *)((const char *)&dev->conn_cfg + t->off) /
 		       t->unit;
 	case MR_TUN_DEV:
+	case MR_TUN_CAP:
 		return READ_ONCE(*(const u32 *)((const char *)dev + t->off));
 	case MR_TUN_DSCP:
 		return READ_ONCE(*((const u8 *)dev + t->off)) >> 2;
-	case MR_TUN_CAP:
-		return READ_ONCE(*(const u32 *)((const char *)dev + t->off));
 	}
 	return 0;
 }
