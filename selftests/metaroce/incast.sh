@@ -324,7 +324,7 @@ announce() {
 v() { awk -v k="$1" '$1 == k { print $2 }' <<<"$MANY_OUT"; }
 
 many_senders() {
-	local i k n=$((SENDERS * MANY_PER_LINK)) tx=()
+	local i k n=$((SENDERS * MANY_PER_LINK)) tx=() drops
 	/usr/bin/python3 -c 'import pyverbs.qp' 2>/dev/null ||
 		mr_skip "python3-pyverbs is not installed"
 	# The fair share is under test, not the shaper.
@@ -335,12 +335,14 @@ many_senders() {
 			tx+=(--tx "mrs${i}_dev:10.60.$i.$((10 + k))")
 		done
 	done
+	drops=$(mr_backlog_drops)
 	MANY_OUT=$(/usr/bin/python3 "$MANY_PY" --rx "mrsr_dev:$MR_STAR_RX_IP" \
 		"${tx[@]}" --seconds 6 2>&1) || {
 		echo "$MANY_OUT"
 		mr_fail "many_senders.py failed"
 	}
 	sed 's/^/many_senders.py: /' <<<"$MANY_OUT"
+	mr_log "packets dropped by full CPU backlogs meanwhile: $(($(mr_backlog_drops) - drops))"
 	mr_result senders="$n" writes="$(v writes_done)" \
 		active_max="$(v active_max)" level_end="$(v level_end)" \
 		rx_hinted="$(v rx_hinted)" tx_hinted="$(v tx_hinted)"

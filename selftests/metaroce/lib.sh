@@ -38,6 +38,18 @@ mr_skip_all() {
 	exit "$KSFT_SKIP"
 }
 
+# mr_backlog_drops: packets the kernel dropped so far because a CPU's
+# input backlog was full (netdev_max_backlog; the second column of
+# /proc/net/softnet_stat, summed over CPUs). veth delivers through that
+# backlog, so a rise means the host's CPUs, not the transport, lost them.
+mr_backlog_drops() {
+	local f sum=0
+	while read -ra f; do
+		sum=$((sum + 16#${f[1]}))
+	done </proc/net/softnet_stat
+	echo "$sum"
+}
+
 # mr_result KEY=VALUE...: hands figures the test measured to a benchmark
 # (selftests/bench/multiplane.sh) without it repeating the test's logic.
 # When MR_RESULTS names a directory, appends one line "test=PROGRAM

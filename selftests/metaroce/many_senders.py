@@ -256,15 +256,14 @@ def main():
     for d in [rx_name] + sorted(tx):
         hw = f"/sys/class/infiniband/{d}/ports/1/hw_counters"
         vals = []
-        for name in ("resets_tx", "resets_rx", "drop_epoch", "drop_no_conn",
-                     "rx_drop_backlog", "retransmits_timeout", "path_dead",
-                     "announcements_tx", "announcements_rx", "acks_rx",
-                     "data_segments_tx"):
+        for name in sorted(os.listdir(hw)):
             try:
                 with open(f"{hw}/{name}", encoding="ascii") as f:
-                    vals.append(f"{name}={f.read().strip()}")
+                    val = f.read().strip()
             except OSError:
-                pass
+                continue
+            if val != "0":
+                vals.append(f"{name}={val}")
         print(f"# counters {d}: {' '.join(vals)}")
     for _, a, b in pairs:
         a.close()
