@@ -108,14 +108,15 @@ mr_run() {
 # subtests) and prints one TAP line; what it mr_defer-s runs when the
 # program exits. If it fails, the program ends there, failed. Not counted
 # as a passed subtest, so that a program whose real subtests all skip
-# still skips.
+# still skips. A later set-up (for the subtests after it) builds on the
+# earlier ones: the program's exit undoes them all, the last first.
 mr_setup() {
 	local name=$1
 	shift
 	_mr_n=$((_mr_n + 1))
 	_mr_setup_name=$name
 	_mr_setup_log=$(mktemp)
-	_mr_defers=()
+	_mr_defers=("${_mr_defers[@]}")
 	trap '_mr_setup_exit $?' EXIT
 	# The program's output, for _mr_setup_exit: a set-up that fails
 	# exits with its own output still going to the log.
