@@ -64,6 +64,16 @@ static int mr_xmit4(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
 	return 0;
 }
 
+/*
+ * A link-local (or other scoped) IPv6 destination names an address on a
+ * link, not in a network: the link is the device's own netdev, whatever
+ * other interface of the namespace has a route to that prefix.
+ */
+static int mr_flow6_oif(const struct mr_dev *dev, const struct in6_addr *daddr)
+{
+	return rt6_need_strict(daddr) ? dev->ndev->ifindex : 0;
+}
+
 static int mr_xmit6(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
 		    const struct mr_addr *addr, u16 sport, u8 tos,
 		    struct dst_cache *cache)
@@ -80,6 +90,7 @@ static int mr_xmit6(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
 		struct flowi6 fl6 = {
 			.daddr = addr->remote,
 			.saddr = addr->local,
+			.flowi6_oif = mr_flow6_oif(dev, &addr->remote),
 			.flowi6_proto = IPPROTO_UDP,
 			.fl6_sport = htons(sport),
 			.fl6_dport = htons(mr_udp_port),
@@ -163,6 +174,7 @@ u64 mr_route_key(struct mr_dev *dev, const struct mr_addr *addr, u16 sport)
 		struct flowi6 fl6 = {
 			.daddr = addr->remote,
 			.saddr = addr->local,
+			.flowi6_oif = mr_flow6_oif(dev, &addr->remote),
 			.flowi6_proto = IPPROTO_UDP,
 			.fl6_sport = htons(sport),
 			.fl6_dport = htons(mr_udp_port),

@@ -6,7 +6,8 @@
 # by a veth pair, one metaroce device each), connected by rdma_cm over the
 # devices' RoCE GIDs: rping (RDMA READ and WRITE of a known pattern, checked
 # line by line on both sides), ucmatose (RC SEND/RECV both ways over several
-# connections) and udaddy (UD datagrams both ways).
+# connections) and udaddy (UD datagrams both ways), over IPv4, then over
+# IPv6 with global and with link-local addresses (ipv6_hosts).
 . "$(dirname "$0")/lib.sh"
 mr_require_module
 
@@ -30,13 +31,16 @@ rping_expect() {
 	}'
 }
 
-# rping COUNT SIZE: client in A, server in B, both printing (-v) and
-# validating (-V) the data; the lines must be exactly the expected ones.
+# rping COUNT SIZE [SERVER_ADDR [CLIENT_DEST]]: client in A, server in B
+# (at SERVER_ADDR, by default MR_B_IP; the client connects to CLIENT_DEST,
+# by default SERVER_ADDR), both printing (-v) and validating (-V) the data;
+# the lines must be exactly the expected ones.
 rping() {
-	local count=$1 size=$2 name=rping_$2 side prefix
+	local count=$1 size=$2 srv=${3:-$MR_B_IP} name=rping_$2 side prefix
+	local dst=${4:-$srv}
 	mr_pair "$name" "cm:$PORT" \
-		rping -s -a "$MR_B_IP" -p "$PORT" -C "$count" -S "$size" -v -V -- \
-		rping -c -a "$MR_B_IP" -p "$PORT" -C "$count" -S "$size" -v -V
+		rping -s -a "$srv" -p "$PORT" -C "$count" -S "$size" -v -V -- \
+		rping -c -a "$dst" -p "$PORT" -C "$count" -S "$size" -v -V
 	rping_expect "$count" "$size" | cut -c 1-1000 >"$MR_TMP/$name.expect"
 	for side in client server; do
 		prefix="ping data: "
@@ -71,12 +75,16 @@ check_cma() {
 	done
 }
 
-# ucmatose CONNECTIONS MESSAGES SIZE
+# ucmatose CONNECTIONS MESSAGES SIZE [SERVER_ADDR [CLIENT_DEST]]: the
+# server listens on SERVER_ADDR (by default on every IPv4 address), the
+# client connects to CLIENT_DEST (by default SERVER_ADDR, or MR_B_IP).
 ucmatose() {
-	local name=ucmatose_$1x$2x$3
+	local name=ucmatose_$1x$2x$3 bind=()
+	local dst=${5:-${4:-$MR_B_IP}}
+	[[ -z ${4:-} ]] || bind=(-b "$4")
 	mr_pair "$name" "cm:$PORT" \
-		ucmatose -p "$PORT" -c "$1" -C "$2" -S "$3" -- \
-		ucmatose -s "$MR_B_IP" -p "$PORT" -c "$1" -C "$2" -S "$3"
+		ucmatose "${bind[@]}" -p "$PORT" -c "$1" -C "$2" -S "$3" -- \
+		ucmatose -s "$dst" -p "$PORT" -c "$1" -C "$2" -S "$3"
 	check_cma "$name"
 	mr_log "ucmatose: $1 connections x $2 messages of $3 bytes each way"
 }
@@ -84,18 +92,59 @@ ucmatose() {
 ucmatose_default() { ucmatose 1 10 100; }
 ucmatose_many() { ucmatose 8 50 16384; }
 
-# udaddy CONNECTIONS MESSAGES SIZE (a datagram fits the IB MTU of 1024).
+# udaddy CONNECTIONS MESSAGES SIZE [SERVER_ADDR [CLIENT_DEST]] (a datagram
+# fits the IB MTU of 1024), addressed as ucmatose's.
 udaddy() {
-	local name=udaddy_$1x$2x$3
+	local name=udaddy_$1x$2x$3 bind=()
+	local dst=${5:-${4:-$MR_B_IP}}
+	[[ -z ${4:-} ]] || bind=(-b "$4")
 	mr_pair "$name" "cm:$UDADDY_PORT" \
-		udaddy -c "$1" -C "$2" -S "$3" -- \
-		udaddy -s "$MR_B_IP" -c "$1" -C "$2" -S "$3"
+		udaddy "${bind[@]}" -c "$1" -C "$2" -S "$3" -- \
+		udaddy -s "$dst" -c "$1" -C "$2" -S "$3"
 	check_cma "$name"
 	mr_log "udaddy: $1 connections x $2 datagrams of $3 bytes each way"
 }
 
 udaddy_default() { udaddy 1 10 100; }
 udaddy_many() { udaddy 8 50 1024; }
+
+# IPv6 (the subtests after it): a global (unique local) and a link-local
+# address at each end, both
+# without duplicate address detection (its delay). A also gets a second
+# link, a dummy interface whose route to fe80::/64 comes before its veth's:
+# only a device that sends to a link-local address out of its own netdev,
+# not where the routing table's first fe80::/64 route goes, reaches B.
+MR_A_IP6=fd00:9:2::1 MR_B_IP6=fd00:9:2::2
+MR_A_LL=fe80::9:2:1 MR_B_LL=fe80::9:2:2
+
+ipv6_hosts() {
+	ip -n "$MR_A_NS" addr add "$MR_A_IP6/64" dev "$MR_A_IF" nodad
+	ip -n "$MR_B_NS" addr add "$MR_B_IP6/64" dev "$MR_B_IF" nodad
+	ip -n "$MR_A_NS" addr add "$MR_A_LL/64" dev "$MR_A_IF" nodad
+	ip -n "$MR_B_NS" addr add "$MR_B_LL/64" dev "$MR_B_IF" nodad
+	ip -n "$MR_A_NS" link add mrdpa_ll type dummy
+	ip -n "$MR_A_NS" link set mrdpa_ll up
+	ip -n "$MR_A_NS" -6 route add fe80::/64 dev mrdpa_ll metric 1
+	mr_wait_dev "$MR_A_DEV" "$MR_A_IP6"
+	mr_wait_dev "$MR_B_DEV" "$MR_B_IP6"
+	mr_wait_dev "$MR_A_DEV" "$MR_A_LL"
+	mr_wait_dev "$MR_B_DEV" "$MR_B_LL"
+}
+
+rping_ipv6() { rping 20 64 "$MR_B_IP6"; }
+ucmatose_ipv6() { ucmatose 4 20 4096 "$MR_B_IP6"; }
+udaddy_ipv6() { udaddy 2 10 1024 "$MR_B_IP6"; }
+# A link-local address takes its link (zone) with it: B's own at the
+# server, A's at the client.
+rping_link_local() {
+	rping 20 64 "$MR_B_LL%$MR_B_IF" "$MR_B_LL%$MR_A_IF"
+}
+ucmatose_link_local() {
+	ucmatose 2 20 4096 "$MR_B_LL%$MR_B_IF" "$MR_B_LL%$MR_A_IF"
+}
+udaddy_link_local() {
+	udaddy 2 10 1024 "$MR_B_LL%$MR_B_IF" "$MR_B_LL%$MR_A_IF"
+}
 
 mr_setup two_hosts mr_two_hosts
 mr_run rping_small rping_small
@@ -104,4 +153,11 @@ mr_run ucmatose ucmatose_default
 mr_run ucmatose_many ucmatose_many
 mr_run udaddy udaddy_default
 mr_run udaddy_many udaddy_many
+mr_setup ipv6 ipv6_hosts
+mr_run rping_ipv6 rping_ipv6
+mr_run ucmatose_ipv6 ucmatose_ipv6
+mr_run udaddy_ipv6 udaddy_ipv6
+mr_run rping_link_local rping_link_local
+mr_run ucmatose_link_local ucmatose_link_local
+mr_run udaddy_link_local udaddy_link_local
 mr_done
