@@ -116,6 +116,7 @@ static int mr_dev_setup(struct mr_dev *dev, struct net_device *ndev)
 	 */
 	lockdep_set_class(&dev->qps.xa_lock, &mr_qps_lock_key);
 	xa_init_flags(&dev->ahs, XA_FLAGS_ALLOC1);
+	mr_mcast_init(dev);
 	mr_peers_init(dev);
 	netdev_hold(ndev, &dev->ndev_tracker, GFP_KERNEL);
 	dev->ndev = ndev;
@@ -308,6 +309,7 @@ void mr_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&dev->qps);
 	WARN_ON(!xa_empty(&dev->ahs));
 	xa_destroy(&dev->ahs);
+	mr_mcast_destroy(dev);
 	if (dev->mrn) {
 		mutex_lock(&mr_lock);
 		mr_net_put(dev->mrn);

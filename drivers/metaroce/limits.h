@@ -48,6 +48,14 @@
 #define METAROCE_MAX_PD			65536
 #define METAROCE_MAX_AH			65536
 
+/*
+ * UD multicast: groups, QPs attached to one group, attachments of all
+ * groups together.
+ */
+#define METAROCE_MAX_MCAST_GRP		1024
+#define METAROCE_MAX_MCAST_QP_ATTACH	64
+#define METAROCE_MAX_TOTAL_MCAST_QP_ATTACH	4096
+
 /* Largest message (the verbs byte counts are 32-bit). */
 #define METAROCE_MAX_MSG_SIZE		BIT(31)
 

@@ -49,6 +49,8 @@
 
 #define MR_PEER_HASH_BITS	6
 #define MR_PEER_HASH		(1 << MR_PEER_HASH_BITS)
+/* Buckets of the multicast groups (mcast.c). */
+#define MR_MCG_HASH_BITS	4
 /* Packets one engine transmission round may send before yielding. */
 #define MR_PEER_TX_BUDGET	64
 
@@ -159,6 +161,14 @@ struct mr_dev {
 	/* User AHs by number (send rings name them so), RCU readers. */
 	struct xarray ahs;
 	u32 next_ahn;
+	/*
+	 * Multicast groups (mcast.c): RCU readers, mcast_lock writers, who
+	 * also count the groups and the attachments of all of them.
+	 */
+	struct mutex mcast_lock;
+	struct hlist_head mcgs[1 << MR_MCG_HASH_BITS];
+	u32 nmcg;
+	u32 nmcattach;
 	struct mr_conn_cfg conn_cfg;	/* for new peers */
 	/* The host's shared window (protocol.rst 7.25); 0: none. */
 	u32 host_window;

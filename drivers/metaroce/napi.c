@@ -141,6 +141,11 @@ static void mr_rx_one(struct mr_dev *dev, struct sk_buff *skb,
 		return;
 	}
 
+	if (h.opcode == MR_OP_UD_SEND && h.dst_qpn == IB_MULTICAST_QPN) {
+		if (!mr_mcast_recv(dev, &h, skb, hlen))
+			mr_counter_add(dev->counters, MR_CNT_RX_DROP_NO_QP, 1);
+		return;
+	}
 	if (h.opcode == MR_OP_UD_SEND) {
 		qp = mr_qp_get(dev, h.dst_qpn);
 		if (!qp || qp->ibqp.qp_type == IB_QPT_RC)

@@ -379,6 +379,15 @@ int mr_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 int mr_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
 int mr_destroy_ah(struct ib_ah *ibah, u32 flags);
 
+/* --------------------------------------------------------------- mcast.c */
+
+int mr_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int mr_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+void mr_mcast_loop(struct mr_dev *dev, const struct sk_buff *skb,
+		   const struct mr_addr *addr, u16 sport, u8 tos);
+void mr_mcast_init(struct mr_dev *dev);
+void mr_mcast_destroy(struct mr_dev *dev);
+
 
 /* ------------------------------------------------------------------ qp.c */
 
@@ -527,6 +536,9 @@ void mr_qp_service(struct mr_ibqp *qp);
 /* UD/GSI receive of a decoded UD_SEND packet (ud.c). */
 void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 		   struct sk_buff *skb, int hlen);
+/* The same to QPN 0xffffff, for every QP of the group (mcast.c). */
+int mr_mcast_recv(struct mr_dev *dev, const struct mr_hdr *h,
+		  struct sk_buff *skb, int hlen);
 /* Engine callbacks for a QP (called under its peer's lock). */
 void mr_qp_eng_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe);
 void mr_qp_eng_error(struct mr_ibqp *qp, int status);

@@ -74,6 +74,23 @@ static struct socket *mr_sock_open(struct net *net, struct mr_net *mrn,
 		return ERR_PTR(err);
 	}
 	setup_udp_tunnel_sock(net, sock->sk, &tcfg);
+	/*
+	 * The device hands its own multicast members their copy of what it
+	 * sends (mr_mcast_loop()): IP must not loop it back too. The tunnel
+	 * set-up turned that off for IPv4 only.
+	 */
+	if (family == AF_INET6) {
+		int zero = 0;
+
+		err = sock->ops->setsockopt(sock, SOL_IPV6,
+					    IPV6_MULTICAST_LOOP,
+					    KERNEL_SOCKPTR(&zero),
+					    sizeof(zero));
+		if (err) {
+			udp_tunnel_sock_release(sock->sk);
+			return ERR_PTR(err);
+		}
+	}
 	return sock;
 }
 

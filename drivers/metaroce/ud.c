@@ -13,6 +13,7 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/skbuff.h>
+#include <net/ipv6.h>
 #include <rdma/ib_pack.h>
 
 #include "metaroce.h"
@@ -76,6 +77,9 @@ static u8 mr_qp_ud_send(struct mr_ibqp *qp, const struct mr_swqe *wqe)
 	sport = dev->conn_cfg.sport_min +
 		(u16)(jhash_2words(h.src_qpn, h.dst_qpn, 0) %
 		      (dev->conn_cfg.sport_max - dev->conn_cfg.sport_min + 1));
+	if (ipv6_addr_is_multicast(&addr.remote) ||
+	    (addr.ipv4 && ipv4_is_multicast(addr.remote.s6_addr32[3])))
+		mr_mcast_loop(dev, skb, &addr, sport, tclass);
 	mr_xmit(dev, skb, &addr, sport, tclass, NULL, NULL);
 	return IB_WC_SUCCESS;
 }

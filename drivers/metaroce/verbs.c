@@ -89,6 +89,9 @@ static int mr_query_device(struct ib_device *ibdev,
 	/* Atomic against each other on this device, not against the CPU. */
 	attr->atomic_cap = IB_ATOMIC_HCA;
 	attr->max_ah = METAROCE_MAX_AH;
+	attr->max_mcast_grp = METAROCE_MAX_MCAST_GRP;
+	attr->max_mcast_qp_attach = METAROCE_MAX_MCAST_QP_ATTACH;
+	attr->max_total_mcast_qp_attach = METAROCE_MAX_TOTAL_MCAST_QP_ATTACH;
 	attr->max_srq = METAROCE_MAX_SRQ;
 	attr->max_srq_wr = METAROCE_MAX_SRQ_WR;
 	attr->max_srq_sge = METAROCE_MAX_SRQ_SGE;
@@ -202,6 +205,7 @@ const struct ib_device_ops mr_dev_ops = {
 	.alloc_mr = mr_alloc_mr,
 	.alloc_pd = mr_alloc_pd,
 	.alloc_ucontext = mr_alloc_ucontext,
+	.attach_mcast = mr_attach_mcast,
 	.create_ah = mr_create_ah,
 	.create_cq = mr_create_cq,
 	.create_qp = mr_create_qp,
@@ -215,6 +219,7 @@ const struct ib_device_ops mr_dev_ops = {
 	.destroy_cq = mr_destroy_cq,
 	.destroy_qp = mr_destroy_qp,
 	.destroy_srq = mr_destroy_srq,
+	.detach_mcast = mr_detach_mcast,
 	.fill_res_qp_entry = mr_fill_res_qp_entry,
 	.get_dev_fw_str = mr_get_dev_fw_str,
 	.get_dma_mr = mr_get_dma_mr,

@@ -33,6 +33,16 @@ struct sk_buff *mr_xmit_alloc(u32 len, gfp_t gfp)
 	return skb;
 }
 
+/*
+ * A multicast or limited-broadcast destination leaves through the device's
+ * own netdev (the one that joined the group), not where a route goes.
+ */
+static int mr_flow4_oif(const struct mr_dev *dev, __be32 daddr)
+{
+	return ipv4_is_multicast(daddr) || ipv4_is_lbcast(daddr) ?
+	       dev->ndev->ifindex : 0;
+}
+
 static int mr_xmit4(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
 		    const struct mr_addr *addr, u16 sport, u8 tos,
 		    struct dst_cache *cache)
@@ -47,6 +57,7 @@ static int mr_xmit4(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
 		struct flowi4 fl4 = {
 			.daddr = daddr,
 			.saddr = saddr,
+			.flowi4_oif = mr_flow4_oif(dev, daddr),
 			.flowi4_proto = IPPROTO_UDP,
 			.fl4_sport = htons(sport),
 			.fl4_dport = htons(mr_udp_port),
@@ -67,7 +78,8 @@ static int mr_xmit4(struct mr_dev *dev, struct sock *sk, struct sk_buff *skb,
 /*
  * A link-local (or other scoped) IPv6 destination names an address on a
  * link, not in a network: the link is the device's own netdev, whatever
- * other interface of the namespace has a route to that prefix.
+ * other interface of the namespace has a route to that prefix. So does a
+ * multicast one.
  */
 static int mr_flow6_oif(const struct mr_dev *dev, const struct in6_addr *daddr)
 {
@@ -158,6 +170,7 @@ u64 mr_route_key(struct mr_dev *dev, const struct mr_addr *addr, u16 sport)
 		struct flowi4 fl4 = {
 			.daddr = addr->remote.s6_addr32[3],
 			.saddr = addr->local.s6_addr32[3],
+			.flowi4_oif = mr_flow4_oif(dev, addr->remote.s6_addr32[3]),
 			.flowi4_proto = IPPROTO_UDP,
 			.fl4_sport = htons(sport),
 			.fl4_dport = htons(mr_udp_port),

@@ -6,12 +6,16 @@
 # by a veth pair, one metaroce device each), connected by rdma_cm over the
 # devices' RoCE GIDs: rping (RDMA READ and WRITE of a known pattern, checked
 # line by line on both sides), ucmatose (RC SEND/RECV both ways over several
-# connections) and udaddy (UD datagrams both ways), over IPv4, then over
-# IPv6 with global and with link-local addresses (ipv6_hosts).
+# connections), udaddy (UD datagrams both ways) and mckey (UD multicast),
+# over IPv4, then over IPv6 with global and with link-local addresses
+# (ipv6_hosts); and UD multicast through the verbs alone (mr_mcast), over
+# IPv4 and IPv6.
 . "$(dirname "$0")/lib.sh"
 mr_require_module
 
 PORT=18560
+MCAST_PORT=18561
+MCAST_TOOL=$MR_TOP/build/userspace/tools/mr_mcast
 UDADDY_PORT=7174 # udaddy has no port option
 
 # rping_expect COUNT SIZE: the lines "rdma-ping-N: TEXT" rping's client
@@ -108,6 +112,46 @@ udaddy() {
 udaddy_default() { udaddy 1 10 100; }
 udaddy_many() { udaddy 8 50 1024; }
 
+# mckey GROUP B_ADDR A_ADDR: rdma_cm's UD multicast. B joins GROUP (bound
+# to B_ADDR) and waits for 20 datagrams; A joins it too and sends them to
+# the group. Each side waits 3 s after its join before it sends or polls;
+# B starts first.
+mckey() {
+	local name=mckey_${1//[:.%]/_} n=20 size=100
+	mr_pair "$name" now \
+		mckey -m "$1" -b "$2" -C "$n" -S "$size" -- \
+		mckey -m "$1" -b "$3" -s -C "$n" -S "$size"
+	check_cma "$name"
+	mr_log "mckey: $n datagrams of $size bytes to $1, from A to B"
+}
+
+# IPv4 only: rdma_cm refuses to join an IPv6 group on a RoCE v2 port
+# (ENOTSUPP, in ib_core, for every device).
+mckey_ipv4() { mckey 239.9.2.1 "$MR_B_IP" "$MR_A_IP"; }
+
+# mcast_verbs GROUP A_ADDR [loopback]: the same through the verbs alone
+# (mr_mcast): B attaches 3 UD QPs to GROUP with ibv_attach_mcast, A sends
+# 20 numbered datagrams to it (with "loopback", another process on B's
+# device sends them, from B's address); each QP takes all 20, in order,
+# from the group's address; once B's QPs detached, 20 more reach none. The
+# host takes a multicast datagram in only for a group its netdev is a
+# member of: the device joined it for the QPs, and left it after them (ip
+# maddr).
+mcast_verbs() {
+	local name=mcast_${1//[:.]/_} sender=("$MCAST_TOOL" -d "$MR_A_DEV")
+	[[ ${3:-} != loopback ]] ||
+		sender=(ip netns exec "$MR_B_NS" "$MCAST_TOOL" -d "$MR_B_DEV")
+	mr_pair "$name" "tcp:$MCAST_PORT" \
+		"$MCAST_TOOL" -d "$MR_B_DEV" -p "$MCAST_PORT" -q 3 "$1" -- \
+		"${sender[@]}" -a "$2" -s "$MR_B_IP" -p "$MCAST_PORT" "$1"
+	grep -h "^mr_mcast: OK" "$MR_TMP/$name.server" "$MR_TMP/$name.client"
+	! ip -n "$MR_B_NS" maddr show dev "$MR_B_IF" | grep -qw "$1" ||
+		mr_fail "$MR_B_IF is still a member of $1 with no QP attached"
+}
+
+mcast_verbs_ipv4() { mcast_verbs 239.9.2.2 "$MR_A_IP"; }
+mcast_verbs_loopback() { mcast_verbs 239.9.2.3 "$MR_B_IP" loopback; }
+
 # IPv6 (the subtests after it): a global (unique local) and a link-local
 # address at each end, both
 # without duplicate address detection (its delay). A also gets a second
@@ -145,6 +189,9 @@ ucmatose_link_local() {
 udaddy_link_local() {
 	udaddy 2 10 1024 "$MR_B_LL%$MR_B_IF" "$MR_B_LL%$MR_A_IF"
 }
+# A site-local IPv6 group: the device joins it with MLD.
+mcast_verbs_ipv6() { mcast_verbs ff05::9:2:2 "$MR_A_IP6"; }
+mcast_verbs_ipv6_loopback() { mcast_verbs ff05::9:2:3 "$MR_B_IP6" loopback; }
 
 mr_setup two_hosts mr_two_hosts
 mr_run rping_small rping_small
@@ -153,6 +200,9 @@ mr_run ucmatose ucmatose_default
 mr_run ucmatose_many ucmatose_many
 mr_run udaddy udaddy_default
 mr_run udaddy_many udaddy_many
+mr_run mckey mckey_ipv4
+mr_run mcast_verbs mcast_verbs_ipv4
+mr_run mcast_verbs_loopback mcast_verbs_loopback
 mr_setup ipv6 ipv6_hosts
 mr_run rping_ipv6 rping_ipv6
 mr_run ucmatose_ipv6 ucmatose_ipv6
@@ -160,4 +210,6 @@ mr_run udaddy_ipv6 udaddy_ipv6
 mr_run rping_link_local rping_link_local
 mr_run ucmatose_link_local ucmatose_link_local
 mr_run udaddy_link_local udaddy_link_local
+mr_run mcast_verbs_ipv6 mcast_verbs_ipv6
+mr_run mcast_verbs_ipv6_loopback mcast_verbs_ipv6_loopback
 mr_done

@@ -24,11 +24,12 @@ static void mrv_free_context(struct ibv_context *ibctx)
 
 /*
  * Operations left out fall back to libibverbs' stubs, which fail with
- * EOPNOTSUPP: memory windows, multicast, XRC, flow steering, work queues,
+ * EOPNOTSUPP: memory windows, XRC, flow steering, work queues,
  * device memory, counters, parent and thread domains, imports, ECE.
  */
 static const struct verbs_context_ops mrv_context_ops = {
 	.alloc_pd = mrv_alloc_pd,
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = mrv_create_ah,
 	.create_cq = mrv_create_cq,
 	.create_cq_ex = mrv_create_cq_ex,
@@ -42,6 +43,7 @@ static const struct verbs_context_ops mrv_context_ops = {
 	.destroy_cq = mrv_destroy_cq,
 	.destroy_qp = mrv_destroy_qp,
 	.destroy_srq = mrv_destroy_srq,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = mrv_free_context,
 	.modify_qp = mrv_modify_qp,
 	.modify_srq = mrv_modify_srq,

@@ -905,6 +905,12 @@ int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size);
 int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 
+/* ATTACH_MCAST / DETACH_MCAST: a UD QP joins or leaves a multicast GID. */
+int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
+int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
+
 /*
  * Reads <sysfs_dev->ibdev_path>/<printf(fmt, ...)> into buf, strips one
  * trailing newline and NUL-terminates.  Returns the length, or -1 with

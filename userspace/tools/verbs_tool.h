@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * What the two-host verbs tools (mr_integrity, mr_scale, mr_mixed) share
- * (verbs_tool.c): the TCP side channel over which the two sides exchange
- * QP numbers, PSNs, GIDs and keys and keep in step, opening the device,
- * taking RC QPs from RESET to RTS, finding a QP by its number, and the
- * pause file. Every function ends the program through the tool's die() when
- * something fails.
+ * What the two-host verbs tools (mr_integrity, mr_scale, mr_mixed,
+ * mr_mcast) share (verbs_tool.c): the TCP side channel over which the two
+ * sides exchange QP numbers, PSNs, GIDs and keys and keep in step, opening
+ * the device, taking RC QPs from RESET to RTS, finding a QP by its
+ * number, and the pause file. Every function ends the program through the
+ * tool's die() when something fails.
  */
 #ifndef MR_TOOLS_VERBS_TOOL_H
 #define MR_TOOLS_VERBS_TOOL_H

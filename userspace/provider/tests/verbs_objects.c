@@ -853,22 +853,96 @@ static void test_cq_ring(struct env *e, struct ibv_mr *mr)
 	expect_ret(ibv_destroy_cq(cq), 0, "ring: destroy the CQ");
 }
 
-static void test_unsupported(struct env *e, struct ibv_cq *cq)
+static void test_unsupported(struct env *e)
 {
-	struct ibv_qp_cap cap = { 4, 4, 1, 1, 0 };
 	struct ibv_mw *mw;
-	struct ibv_qp *qp;
 
 	mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_1);
 	if (!expect_null(mw, errno, EOPNOTSUPP, "ibv_alloc_mw"))
 		ibv_dealloc_mw(mw);
+}
 
-	qp = make_qp(e, IBV_QPT_UD, cq, NULL, &cap);
-	if (qp) {
-		expect_ret(ibv_attach_mcast(qp, &e->gid, 0), EOPNOTSUPP,
-			   "ibv_attach_mcast");
-		ibv_destroy_qp(qp);
+/* --- multicast attachments ------------------------------------------------ */
+
+/* The multicast GID ::ffff:239.9.9.@n (an IPv4 group). */
+static union ibv_gid mgid(unsigned int n)
+{
+	union ibv_gid g = { .raw = { [10] = 0xff, [11] = 0xff, [12] = 239,
+				     [13] = 9, [14] = 9, [15] = n } };
+
+	return g;
+}
+
+static void test_mcast(struct env *e, struct ibv_cq *cq)
+{
+	unsigned int max = e->dev.orig_attr.max_mcast_qp_attach, i, made = 0;
+	struct ibv_qp_cap cap = { 4, 4, 1, 1, 0 };
+	union ibv_gid g = mgid(1), g2 = mgid(2);
+	struct ibv_qp **qps, *rc;
+	int ret = 0;
+
+	tap_ok(max > 0 && e->dev.orig_attr.max_mcast_grp > 0 &&
+	       (unsigned int)e->dev.orig_attr.max_total_mcast_qp_attach >= max,
+	       "multicast limits: %d groups, %u QPs each, %d attachments",
+	       e->dev.orig_attr.max_mcast_grp, max,
+	       e->dev.orig_attr.max_total_mcast_qp_attach);
+	qps = calloc(max + 1, sizeof(*qps));
+	if (!qps)
+		return;
+	for (i = 0; i <= max; i++) {
+		qps[i] = make_qp(e, IBV_QPT_UD, cq, NULL, &cap);
+		if (!qps[i])
+			break;
+		made++;
 	}
+	tap_ok(made == max + 1, "%u UD QPs made (%u wanted)", made, max + 1);
+	if (made < 2)
+		goto out;
+	expect_ret(ibv_attach_mcast(qps[0], &e->gid, 0), EINVAL,
+		   "attach to a unicast GID");
+	expect_ret(ibv_attach_mcast(qps[0], &g, 0), 0, "attach to a group");
+	expect_ret(ibv_attach_mcast(qps[0], &g, 0), 0,
+		   "attach to it again (nothing changes)");
+	expect_ret(ibv_attach_mcast(qps[1], &g, 0), 0,
+		   "a second QP attaches to it");
+	expect_ret(ibv_attach_mcast(qps[0], &g2, 0), 0,
+		   "the first QP attaches to a second group");
+	expect_ret(ibv_detach_mcast(qps[0], &g, 0), 0, "detach from a group");
+	expect_ret(ibv_detach_mcast(qps[0], &g, 0), EINVAL,
+		   "detach from it again");
+	expect_ret(ibv_detach_mcast(qps[1], &g2, 0), EINVAL,
+		   "detach from a group not attached to");
+	expect_ret(ibv_detach_mcast(qps[0], &g2, 0), 0,
+		   "detach from the second group");
+	expect_ret(ibv_detach_mcast(qps[1], &g, 0), 0,
+		   "the last QP leaves the first group");
+	if (made == max + 1) {
+		for (i = 0; i < max && !ret; i++)
+			ret = ibv_attach_mcast(qps[i], &g, 0);
+		tap_ok(!ret, "%u QPs attach to one group (%s)", max,
+		       errname(ret));
+		expect_ret(ibv_attach_mcast(qps[max], &g, 0), ENOMEM,
+			   "one QP more than max_mcast_qp_attach");
+		for (i = 0, ret = 0; i < max && !ret; i++)
+			ret = ibv_detach_mcast(qps[i], &g, 0);
+		tap_ok(!ret, "they all detach (%s)", errname(ret));
+	}
+	rc = make_qp(e, IBV_QPT_RC, cq, NULL, &cap);
+	if (rc) {
+		expect_ret(ibv_attach_mcast(rc, &g, 0), EINVAL,
+			   "an RC QP cannot attach");
+		ibv_destroy_qp(rc);
+	}
+	/* uverbs refuses to destroy a QP its process left attached. */
+	expect_ret(ibv_attach_mcast(qps[0], &g, 0), 0, "attach again");
+	expect_ret(ibv_destroy_qp(qps[0]), EBUSY,
+		   "ibv_destroy_qp of an attached QP");
+	expect_ret(ibv_detach_mcast(qps[0], &g, 0), 0,
+		   "detach it (then it goes)");
+out:
+	for (i = 0; i < made; i++)
+		ibv_destroy_qp(qps[i]);
+	free(qps);
 }
 
 int main(int argc, char **argv)
@@ -936,7 +1010,8 @@ int main(int argc, char **argv)
 		test_cq_ring(&e, mr);
 	else
 		tap_ok(false, "ring: no MR to post receives with");
-	test_unsupported(&e, cq);
+	test_unsupported(&e);
+	test_mcast(&e, cq);
 
 	expect_ret(ibv_destroy_cq(cq), 0, "ibv_destroy_cq once its QPs are gone");
 	if (mr) {
