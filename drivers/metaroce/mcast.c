@@ -9,8 +9,8 @@
  * itself, the datagrams reach the host.
  *
  * Groups are hashed by address. A group's QPNs are changed by copy: the
- * receive path (NAPI, under RCU) walks a group that never changes under it
- * and takes each QP by number as for unicast.
+ * receive path (NAPI, under RCU) copies a group's QPNs out of a group that
+ * never changes under it and takes each QP by number as for unicast.
  */
 
 #include <linux/igmp.h>
@@ -25,7 +25,6 @@
 
 #include "metaroce.h"
 #include "objects.h"
-#include "qp.h"
 
 struct mr_mcg {
 	struct hlist_node node;		/* in dev->mcgs[], RCU */
@@ -189,34 +188,20 @@ out:
 }
 
 /*
- * A UD datagram to QPN 0xffffff: a copy for each QP attached to the group
- * of its destination address. Called from NAPI. Returns how many QPs took
- * it (each may still have refused it: Q_Key, state, no receive).
+ * Up to @max QPNs of the QPs attached to the group of @addr, into @qpn (for
+ * NAPI's delivery of a datagram to QPN 0xffffff); returns how many.
  */
-int mr_mcast_recv(struct mr_dev *dev, const struct mr_hdr *h,
-		  struct sk_buff *skb, int hlen)
+int mr_mcast_qpns(struct mr_dev *dev, const struct in6_addr *addr, u32 *qpn,
+		  int max)
 {
-	struct in6_addr daddr;
 	struct mr_mcg *g;
 	int n = 0;
-	u32 i;
 
-	if (skb->protocol == htons(ETH_P_IP))
-		ipv6_addr_set_v4mapped(ip_hdr(skb)->daddr, &daddr);
-	else
-		daddr = ipv6_hdr(skb)->daddr;
 	rcu_read_lock();
-	g = mr_mcg_find(dev, &daddr);
-	for (i = 0; g && i < g->nqp; i++) {
-		struct mr_ibqp *qp = mr_qp_get(dev, g->qpn[i]);
-
-		if (!qp)
-			continue;
-		if (qp->ibqp.qp_type == IB_QPT_UD) {
-			mr_qp_ud_recv(qp, h, skb, hlen);
-			n++;
-		}
-		mr_qp_put(qp);
+	g = mr_mcg_find(dev, addr);
+	if (g) {
+		n = min_t(int, g->nqp, max);
+		memcpy(qpn, g->qpn, n * sizeof(*qpn));
 	}
 	rcu_read_unlock();
 	return n;
@@ -228,8 +213,9 @@ int mr_mcast_recv(struct mr_dev *dev, const struct mr_hdr *h,
  * tunnel socket (it counts as a nested transmission), so the sockets do
  * not loop back at all and the device gives its own members their copy
  * here: @skb's MetaRoCE header and payload, behind the UDP and IP headers
- * the packet leaves with, to the receive path as if it had come in on the
- * device's netdev. Called for a UD datagram to a multicast address.
+ * the packet leaves with, queued for NAPI (dev->mc_loop) as if it had come
+ * in on the device's netdev. Called for a UD datagram to a multicast
+ * address.
  */
 void mr_mcast_loop(struct mr_dev *dev, const struct sk_buff *skb,
 		   const struct mr_addr *addr, u16 sport, u8 tos)
@@ -281,25 +267,35 @@ void mr_mcast_loop(struct mr_dev *dev, const struct sk_buff *skb,
 	}
 	skb_reset_network_header(c);
 	__skb_pull(c, iplen + sizeof(*uh));
+	memset(c->cb, 0, sizeof(c->cb));	/* not marked CE */
 	mr_counter_add(dev->counters, MR_CNT_RX_PACKETS, 1);
 	mr_counter_add(dev->counters, MR_CNT_RX_BYTES, skb->len);
+	if (skb_queue_len(&dev->mc_loop) >= MR_MC_LOOP_MAX) {
+		mr_counter_add(dev->counters, MR_CNT_RX_DROP_BACKLOG, 1);
+		kfree_skb(c);
+		return;
+	}
+	skb_queue_tail(&dev->mc_loop, c);
 	local_bh_disable();
-	mr_napi_rx(dev, c, false);
+	napi_schedule(&dev->napi);
 	local_bh_enable();
 }
 
 void mr_mcast_init(struct mr_dev *dev)
 {
 	mutex_init(&dev->mcast_lock);
+	skb_queue_head_init(&dev->mc_loop);
 }
 
 /*
- * At device teardown, with every QP gone: ib_core detaches a QP from its
- * groups before it destroys it, so none is left.
+ * At device teardown, with every QP gone and NAPI stopped: ib_core
+ * detaches a QP from its groups before it destroys it, so none is left.
  */
 void mr_mcast_destroy(struct mr_dev *dev)
 {
 	int b;
+
+	skb_queue_purge(&dev->mc_loop);
 
 	for (b = 0; b < ARRAY_SIZE(dev->mcgs); b++)
 		WARN_ON(!hlist_empty(&dev->mcgs[b]));

@@ -51,6 +51,8 @@
 #define MR_PEER_HASH		(1 << MR_PEER_HASH_BITS)
 /* Buckets of the multicast groups (mcast.c). */
 #define MR_MCG_HASH_BITS	4
+/* Multicast copies for the device's own members waiting for NAPI, at most. */
+#define MR_MC_LOOP_MAX		256
 /* Packets one engine transmission round may send before yielding. */
 #define MR_PEER_TX_BUDGET	64
 
@@ -169,6 +171,8 @@ struct mr_dev {
 	struct hlist_head mcgs[1 << MR_MCG_HASH_BITS];
 	u32 nmcg;
 	u32 nmcattach;
+	/* The device's own multicast datagrams, for its members (NAPI). */
+	struct sk_buff_head mc_loop;
 	struct mr_conn_cfg conn_cfg;	/* for new peers */
 	/* The host's shared window (protocol.rst 7.25); 0: none. */
 	u32 host_window;

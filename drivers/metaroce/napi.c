@@ -59,6 +59,38 @@ static void mr_addr_v4mapped(struct in6_addr *a, __be32 v4)
 	ipv6_addr_set_v4mapped(v4, a);
 }
 
+/*
+ * A UD datagram to QPN 0xffffff: a copy for each UD QP attached to the
+ * group of its destination address (each may still refuse it: Q_Key,
+ * state, no receive posted).
+ */
+static void mr_rx_mcast(struct mr_dev *dev, const struct mr_hdr *h,
+			struct sk_buff *skb, int hlen)
+{
+	u32 qpn[METAROCE_MAX_MCAST_QP_ATTACH];
+	struct in6_addr daddr;
+	int i, n, taken = 0;
+
+	if (skb->protocol == htons(ETH_P_IP))
+		mr_addr_v4mapped(&daddr, ip_hdr(skb)->daddr);
+	else
+		daddr = ipv6_hdr(skb)->daddr;
+	n = mr_mcast_qpns(dev, &daddr, qpn, ARRAY_SIZE(qpn));
+	for (i = 0; i < n; i++) {
+		struct mr_ibqp *qp = mr_qp_get(dev, qpn[i]);
+
+		if (!qp)
+			continue;
+		if (qp->ibqp.qp_type == IB_QPT_UD) {
+			mr_qp_ud_recv(qp, h, skb, hlen);
+			taken++;
+		}
+		mr_qp_put(qp);
+	}
+	if (!taken)
+		mr_counter_add(dev->counters, MR_CNT_RX_DROP_NO_QP, 1);
+}
+
 /* Do what the engine asked with a data packet; returns enum mr_rx_status. */
 static int mr_rx_place(struct mr_dev *dev, struct mr_ibqp *qp,
 		       const struct mr_hdr *h, const struct mr_rx *rx,
@@ -142,8 +174,7 @@ static void mr_rx_one(struct mr_dev *dev, struct sk_buff *skb,
 	}
 
 	if (h.opcode == MR_OP_UD_SEND && h.dst_qpn == IB_MULTICAST_QPN) {
-		if (!mr_mcast_recv(dev, &h, skb, hlen))
-			mr_counter_add(dev->counters, MR_CNT_RX_DROP_NO_QP, 1);
+		mr_rx_mcast(dev, &h, skb, hlen);
 		return;
 	}
 	if (h.opcode == MR_OP_UD_SEND) {
@@ -339,6 +370,9 @@ static int mr_napi_poll(struct napi_struct *napi, int budget)
 	while (done < budget) {
 		struct sk_buff *skb = skb_dequeue(&dev->rxq);
 
+		/* Then the device's own multicast, for its members. */
+		if (!skb)
+			skb = skb_dequeue(&dev->mc_loop);
 		if (!skb)
 			break;
 		mr_rx_one(dev, skb, &touched);

@@ -536,9 +536,9 @@ void mr_qp_service(struct mr_ibqp *qp);
 /* UD/GSI receive of a decoded UD_SEND packet (ud.c). */
 void mr_qp_ud_recv(struct mr_ibqp *qp, const struct mr_hdr *h,
 		   struct sk_buff *skb, int hlen);
-/* The same to QPN 0xffffff, for every QP of the group (mcast.c). */
-int mr_mcast_recv(struct mr_dev *dev, const struct mr_hdr *h,
-		  struct sk_buff *skb, int hlen);
+/* The QPs attached to a multicast group, by number (mcast.c). */
+int mr_mcast_qpns(struct mr_dev *dev, const struct in6_addr *addr, u32 *qpn,
+		  int max);
 /* Engine callbacks for a QP (called under its peer's lock). */
 void mr_qp_eng_complete(struct mr_ibqp *qp, const struct mr_cqe *cqe);
 void mr_qp_eng_error(struct mr_ibqp *qp, int status);

@@ -144,7 +144,10 @@ mcast_verbs() {
 	mr_pair "$name" "tcp:$MCAST_PORT" \
 		"$MCAST_TOOL" -d "$MR_B_DEV" -p "$MCAST_PORT" -q 3 "$1" -- \
 		"${sender[@]}" -a "$2" -s "$MR_B_IP" -p "$MCAST_PORT" "$1"
-	grep -h "^mr_mcast: OK" "$MR_TMP/$name.server" "$MR_TMP/$name.client"
+	grep -h "^mr_mcast: OK receiver" "$MR_TMP/$name.server" ||
+		mr_fail "mr_mcast's receiver did not report OK"
+	grep -h "^mr_mcast: OK sender" "$MR_TMP/$name.client" ||
+		mr_fail "mr_mcast's sender did not report OK"
 	! ip -n "$MR_B_NS" maddr show dev "$MR_B_IF" | grep -qw "$1" ||
 		mr_fail "$MR_B_IF is still a member of $1 with no QP attached"
 }
