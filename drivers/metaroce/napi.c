@@ -371,7 +371,7 @@ static int mr_napi_poll(struct napi_struct *napi, int budget)
 		struct sk_buff *skb = skb_dequeue(&dev->rxq);
 
 		/* Then the device's own multicast, for its members. */
-		if (!skb)
+		if (!skb && !skb_queue_empty_lockless(&dev->mc_loop))
 			skb = skb_dequeue(&dev->mc_loop);
 		if (!skb)
 			break;
